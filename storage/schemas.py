@@ -1,0 +1,103 @@
+"""Explicit pyarrow schemas for every artifact table of a run.
+
+Each stage writes exactly one table (``documents``, ``rejected``, ``chunks`` ...). The
+schemas are the contract between stages and with DuckDB / external readers; a table is
+always validated against its schema before it is written.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+DOCUMENTS = pa.schema([
+    ("doc_id", pa.string()),
+    ("title", pa.string()),
+    ("text", pa.string()),
+    ("source", pa.string()),          # file path (and line / row) the doc came from
+    ("content_hash", pa.string()),    # sha256 of the cleaned text
+    ("n_chars", pa.int64()),
+])
+
+REJECTED = pa.schema([
+    ("source", pa.string()),
+    ("doc_id", pa.string()),          # null when no id could be derived
+    ("stage", pa.string()),           # load | clean | dedup | chunk
+    ("reason", pa.string()),          # machine-readable code, e.g. empty, binary, duplicate
+    ("detail", pa.string()),          # one human sentence
+    ("duplicate_of", pa.string()),    # kept doc/chunk id for dedup rejections
+])
+
+CHUNKS = pa.schema([
+    ("chunk_id", pa.string()),        # doc_id#n
+    ("doc_id", pa.string()),
+    ("chunk_index", pa.int32()),
+    ("title", pa.string()),
+    ("text", pa.string()),
+    ("start_char", pa.int64()),       # offsets into documents.text: text == doc[start:end]
+    ("end_char", pa.int64()),
+    ("content_hash", pa.string()),
+])
+
+def embeddings_schema(dim: int | None = None) -> pa.Schema:
+    vec = pa.list_(pa.float32(), dim) if dim else pa.list_(pa.float32())
+    return pa.schema([("chunk_id", pa.string()), ("content_hash", pa.string()),
+                      ("model_id", pa.string()), ("vector", vec)])
+
+CLUSTERS = pa.schema([
+    ("cluster_id", pa.int32()),
+    ("position", pa.int32()),         # order in the nearest-neighbour chain
+    ("chunk_id", pa.string()),
+    ("topic_id", pa.int32()),         # topic of the cluster (majority of its chunks)
+])
+
+CHUNK_TOPICS = pa.schema([
+    ("chunk_id", pa.string()),
+    ("topic_id", pa.int32()),         # -1 = HDBSCAN noise
+    ("probability", pa.float32()),
+])
+
+TOPICS = pa.schema([
+    ("topic_id", pa.int32()),
+    ("size", pa.int64()),
+    ("label", pa.string()),           # top c-TF-IDF keywords, comma separated
+    ("keywords", pa.list_(pa.string())),
+])
+
+LLM_CALLS = pa.schema([
+    ("call_id", pa.string()),
+    ("run_id", pa.string()),
+    ("role", pa.string()),
+    ("endpoint", pa.string()),
+    ("model", pa.string()),
+    ("backend", pa.string()),
+    ("prompt_version", pa.string()),
+    ("cache_key", pa.string()),
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("latency_s", pa.float64()),
+    ("cache_hit", pa.bool_()),
+    ("retries", pa.int32()),
+    ("error_class", pa.string()),
+    ("cost_usd", pa.float64()),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "documents": DOCUMENTS,
+    "rejected": REJECTED,
+    "chunks": CHUNKS,
+    "clusters": CLUSTERS,
+    "chunk_topics": CHUNK_TOPICS,
+    "topics": TOPICS,
+    "llm_calls": LLM_CALLS,
+}
+
+
+def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    """Build a table from row dicts, refusing unknown or missing columns."""
+    names = set(schema.names)
+    for i, row in enumerate(rows):
+        extra = set(row) - names
+        if extra:
+            raise ValueError(f"row {i} has columns not in the schema: {sorted(extra)}")
+    cols = {n: [r.get(n) for r in rows] for n in schema.names}
+    return pa.table(cols, schema=schema)

