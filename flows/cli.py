@@ -1,0 +1,51 @@
+"""The ``mtr`` command line (Typer). Orchestration only: every command calls plain functions
+or Prefect flows that live in the packages. Quick commands (scoring a run file, a query)
+never start Prefect; pipeline commands run as flows.
+
+Sub-command groups live in ``flows/cli_*.py`` modules, each exposing ``register(app)``.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import typer
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(
+    name="mtr",
+    help="MTR-Suite: synthesize, audit and evaluate multi-turn conversational retrieval benchmarks.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Sub-command modules; each has register(app). Order = order in --help.
+_MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm")
+for _name in _MODULES:
+    try:
+        _mod = importlib.import_module(_name)
+    except ModuleNotFoundError as _exc:  # a module not written yet
+        if _exc.name != _name:
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    """Entry point: clear one-sentence errors instead of tracebacks for expected failures."""
+    from flows.errors import UserError, format_error
+    try:
+        app(standalone_mode=True)
+    except UserError as exc:
+        typer.secho(f"error: {format_error(exc)}", fg="red", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
