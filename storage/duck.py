@@ -43,7 +43,7 @@ def query(store: RunStore, sql: str):
     check_read_only(sql)
     con = connect(store)
     try:
-        return con.execute(sql).to_arrow_table()
+        return con.sql(sql).to_arrow_table()
     except duckdb.Error as exc:
         raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from exc
     finally:

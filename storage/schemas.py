@@ -79,6 +79,10 @@ LLM_CALLS = pa.schema([
     ("error_class", pa.string()),
     ("cost_usd", pa.float64()),
     ("created_at", pa.timestamp("us", tz="UTC")),
+    ("step", pa.string()),            # step (task) name; role is the config role it runs as
+    ("item_id", pa.string()),         # caller's id of the item the call was made for
+    ("purpose", pa.string()),         # primary | repair | offline
+    ("outcome", pa.string()),         # ok | invalid_output | refusal | error | ...
 ])
 
 SCHEMAS: dict[str, pa.Schema] = {

@@ -1,0 +1,216 @@
+"""Accounting: one ``llm_calls`` row per call (cache hit or miss, offline included).
+
+Rows go through the storage layer (``RunStore.append_part("llm_calls", ...)``): each flush
+writes one immutable part file atomically (temp + rename), so a kill loses at most the rows
+not yet flushed (``flush_every``, default 1: none but the call in progress) and never
+writes a partial or duplicated row. At close, the session's parts are compacted into one;
+should a kill hit between writing the merged part and deleting the originals, readers
+de-duplicate on ``call_id`` (:func:`read_calls`).
+
+Columns: see ``storage.schemas.LLM_CALLS``. ``prompt_tokens``/``completion_tokens`` are the
+response's usage (also on hits, for information); ``cost_usd`` is what the call spent (0 for
+cache hits and offline calls). Totals count spend on misses only.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import threading
+import uuid
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage.schemas import LLM_CALLS, table_from_rows
+from storage.store import RunStore, StoreError
+
+TABLE = "llm_calls"
+
+
+def new_call_id() -> str:
+    return uuid.uuid4().hex
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One row of ``llm_calls``."""
+
+    call_id: str
+    run_id: str
+    role: str
+    step: str
+    endpoint: str | None
+    model: str | None
+    backend: str
+    prompt_version: str
+    cache_key: str | None
+    purpose: str = "primary"
+    item_id: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cache_hit: bool = False
+    retries: int = 0
+    error_class: str | None = None
+    outcome: str = "ok"
+    cost_usd: float | None = 0.0
+    created_at: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
+
+    def row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class RoleTotals:
+    calls: int = 0
+    cache_hits: int = 0
+    errors: int = 0
+    retries: int = 0
+    prompt_tokens: int = 0          # misses only (what was spent)
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    unpriced_calls: int = 0         # misses whose model has no price in the config
+    latency_s: float = 0.0
+
+    def add(self, r: CallRecord) -> None:
+        self.calls += 1
+        self.retries += r.retries
+        self.latency_s += r.latency_s
+        if r.outcome not in ("ok",):
+            self.errors += 1
+        if r.cache_hit:
+            self.cache_hits += 1
+            return
+        self.prompt_tokens += r.prompt_tokens
+        self.completion_tokens += r.completion_tokens
+        if r.cost_usd is None:
+            if r.backend != "offline":
+                self.unpriced_calls += 1
+        else:
+            self.cost_usd += r.cost_usd
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class CallLog:
+    """Buffers :class:`CallRecord` rows and appends them to the run's ``llm_calls`` table.
+
+    Thread-safe. With ``store=None`` rows are only counted (totals), not persisted.
+    """
+
+    def __init__(self, store: RunStore | None, run_id: str, *, flush_every: int = 1) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.flush_every = max(1, flush_every)
+        self._buf: list[dict[str, Any]] = []
+        self._parts: list[str] = []
+        self._lock = threading.Lock()
+        self.totals: dict[str, RoleTotals] = defaultdict(RoleTotals)
+
+    def __repr__(self) -> str:
+        return f"CallLog(run_id={self.run_id!r}, parts={len(self._parts)})"
+
+    def add(self, rec: CallRecord) -> None:
+        with self._lock:
+            self.totals[rec.role].add(rec)
+            if self.store is None:
+                return
+            self._buf.append(rec.row())
+            if len(self._buf) >= self.flush_every:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._buf or self.store is None:
+            return
+        table = table_from_rows(self._buf, LLM_CALLS)
+        self._parts.append(self.store.append_part(TABLE, table))
+        self._buf = []
+
+    def compact(self) -> None:
+        """Merge the parts this log wrote into one part (dedupe covers a kill midway)."""
+        with self._lock:
+            self._flush_locked()
+            if self.store is None or len(self._parts) < 2:
+                return
+            import pyarrow.parquet as pq
+            fs = self.store.fs
+            tables = [pq.read_table(p, filesystem=fs) for p in self._parts]
+            merged = pa.concat_tables(tables).cast(LLM_CALLS)
+            new = self.store.append_part(TABLE, merged)
+            for p in self._parts:
+                try:
+                    fs.delete_file(p)
+                except OSError:  # pragma: no cover - already gone
+                    pass
+            self._parts = [new]
+
+    def run_totals(self) -> RoleTotals:
+        return _sum_totals(self.totals.values())
+
+
+def _sum_totals(items: Iterable[RoleTotals]) -> RoleTotals:
+    out = RoleTotals()
+    for t in items:
+        for f in out.__dataclass_fields__:
+            setattr(out, f, getattr(out, f) + getattr(t, f))
+    return out
+
+
+def read_calls(store: RunStore) -> pa.Table:
+    """The run's ``llm_calls`` table, de-duplicated on ``call_id`` (first occurrence kept)."""
+    try:
+        table = store.read_table(TABLE)
+    except StoreError:
+        return LLM_CALLS.empty_table()
+    if table.num_rows == 0:
+        return table
+    ids = table.column("call_id").to_pylist()
+    seen: set[str] = set()
+    keep = []
+    for i, cid in enumerate(ids):
+        if cid not in seen:
+            seen.add(cid)
+            keep.append(i)
+    if len(keep) == table.num_rows:
+        return table
+    return table.take(pa.array(keep))
+
+
+def totals_from_table(table: pa.Table, run_id: str | None = None) -> dict[str, RoleTotals]:
+    """Per-role totals from an ``llm_calls`` table (optionally one run only)."""
+    if run_id is not None and table.num_rows:
+        table = table.filter(pc.equal(table.column("run_id"), run_id))
+    out: dict[str, RoleTotals] = defaultdict(RoleTotals)
+    for row in table.to_pylist():
+        rec = CallRecord(**{k: row.get(k) for k in CallRecord.__dataclass_fields__})
+        rec.prompt_tokens = rec.prompt_tokens or 0
+        rec.completion_tokens = rec.completion_tokens or 0
+        rec.latency_s = rec.latency_s or 0.0
+        rec.retries = rec.retries or 0
+        out[rec.role].add(rec)
+    return dict(out)
+
+
+def format_totals(totals: dict[str, RoleTotals], title: str = "LLM calls") -> str:
+    """A plain-text table: one line per role plus the run total."""
+    head = f"{'role':<28}{'calls':>7}{'hits':>7}{'errors':>7}{'retries':>8}{'prompt_tok':>12}{'compl_tok':>11}{'cost_usd':>11}"
+    lines = [title, head, "-" * len(head)]
+
+    def line(name: str, t: RoleTotals) -> str:
+        cost = f"{t.cost_usd:.4f}" + ("+?" if t.unpriced_calls else "")
+        return (f"{name[:27]:<28}{t.calls:>7}{t.cache_hits:>7}{t.errors:>7}{t.retries:>8}"
+                f"{t.prompt_tokens:>12}{t.completion_tokens:>11}{cost:>11}")
+
+    for name in sorted(totals):
+        lines.append(line(name, totals[name]))
+    lines.append("-" * len(head))
+    lines.append(line("TOTAL (run)", _sum_totals(totals.values())))
+    return "\n".join(lines)

@@ -1,0 +1,137 @@
+"""A persistent, content-addressed cache of LLM responses.
+
+Key: sha256 of the canonical JSON of everything that determines the answer: model id,
+sampling parameters, messages, requested JSON schema, logprob options, prompt version and
+sample index. Never the API key, the base URL or the endpoint's name: the same request to
+the same model is the same call wherever it is served from.
+
+Storage: one JSON file per key, ``<root>/<key[:2]>/<key>.json``. A writer writes a unique
+temporary file in the same folder, fsyncs it and ``os.replace``-s it onto the final name,
+so a reader sees either nothing or a complete entry: a kill at any moment leaves no torn
+entry, and concurrent writers (threads or processes) of the same key both write complete,
+equivalent files (last rename wins). Each entry carries its key and a checksum of its
+payload; anything that does not verify is treated as a miss.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("mtr.agents.cache")
+
+FORMAT = 1
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(*, model: str, sampling: dict[str, Any], messages: list[dict[str, Any]],
+              schema: dict[str, Any] | None, prompt_version: str,
+              logprobs: bool = False, top_logprobs: int | None = None, sample: int = 0) -> str:
+    """The content address of one request (see module docstring)."""
+    material = {
+        "v": FORMAT, "model": model, "sampling": sampling, "messages": messages,
+        "schema": schema, "prompt_version": prompt_version,
+        "logprobs": bool(logprobs), "top_logprobs": top_logprobs if logprobs else None,
+        "sample": sample,
+    }
+    return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
+
+
+class CallCache:
+    """Read and write cache entries under ``root`` (see module docstring).
+
+    Args:
+        root: cache directory (created on first write).
+        fsync: fsync each entry before the rename (durable across power loss; a process
+            kill is safe either way).
+    """
+
+    def __init__(self, root: str | os.PathLike, *, fsync: bool = True) -> None:
+        self.root = Path(root)
+        self.fsync = fsync
+
+    def __repr__(self) -> str:
+        return f"CallCache({str(self.root)!r})"
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The cached response payload of ``key``, or None (missing or not verifiable)."""
+        p = self.path(key)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            log.warning("cache entry %s unreadable (%s); treating as a miss", p.name, type(exc).__name__)
+            return None
+        try:
+            entry = json.loads(data)
+            payload = entry["response"]
+            ok = (entry.get("format") == FORMAT and entry.get("key") == key
+                  and entry.get("checksum") == _checksum(payload))
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            log.warning("cache entry %s does not verify; treating as a miss", p.name)
+            return None
+        return payload
+
+    def put(self, key: str, payload: dict[str, Any], meta: dict[str, Any] | None = None) -> Path:
+        """Write ``payload`` for ``key`` atomically (temp file + fsync + rename)."""
+        p = self.path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        entry = {"format": FORMAT, "key": key, "created_at": time.time(),
+                 "meta": meta or {}, "response": payload, "checksum": _checksum(payload)}
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        tmp = p.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if self.fsync:
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            tmp.unlink(missing_ok=True)
+            raise
+        os.close(fd)
+        os.replace(tmp, p)
+        return p
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def entries(self) -> list[Path]:
+        """Paths of all final entries (temporary files excluded)."""
+        if not self.root.exists():
+            return []
+        return sorted(q for q in self.root.glob("*/*.json") if not q.name.startswith("."))
+
+    def clean_temp(self, older_than_s: float = 3600.0) -> int:
+        """Remove temporary files left by killed writers; returns how many were removed."""
+        n = 0
+        cutoff = time.time() - older_than_s
+        for q in self.root.glob("*/.*.tmp") if self.root.exists() else []:
+            try:
+                if q.stat().st_mtime < cutoff:
+                    q.unlink()
+                    n += 1
+            except FileNotFoundError:
+                pass
+        return n
+
+
+def _checksum(payload: Any) -> str:
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:32]

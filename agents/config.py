@@ -1,0 +1,289 @@
+"""Configuration of the LLM layer (Pydantic, unknown keys forbidden).
+
+An :class:`LLMConfig` names endpoints (any OpenAI-compatible server: OpenAI, vLLM, Ollama,
+llama.cpp), maps roles to an endpoint / model / sampling, and sets the global concurrency,
+retries, budget and cache. It never holds a secret: ``api_key_env`` is the *name* of the
+environment variable that holds the key, read only when a client is built.
+
+Reference sampling defaults (YourBench / the MTRAG reference): generation roles use
+``temperature=0.8, top_p=0.95``; judge roles use ``temperature=0``.
+
+Example (YAML)::
+
+    endpoints:
+      local:
+        base_url: http://127.0.0.1:8000/v1
+        model: qwen2.5-7b-instruct
+        api_key_env: VLLM_API_KEY
+        max_concurrency: 16
+    default_endpoint: local
+    roles:
+      question_generator: {kind: generation}
+      judge: {kind: judge, model: qwen2.5-32b-instruct}
+    prices:
+      qwen2.5-7b-instruct: {input_per_1m: 0.1, output_per_1m: 0.3}
+    budget: {max_usd: 5}
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agents.errors import LLMConfigError
+
+RoleKind = Literal["generation", "judge"]
+Backend = Literal["openai", "offline"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_env_name(value: str | None, what: str) -> str | None:
+    if value is None:
+        return None
+    if not _ENV_NAME.match(value) or value.lower().startswith(("sk-", "sk_")):
+        # never echo the value: it may be a key pasted by mistake
+        raise ValueError(f"{what} must be the NAME of an environment variable "
+                         "(e.g. OPENAI_API_KEY), not a key")
+    return value
+
+
+class ModelPrice(_Strict):
+    """USD per one million tokens."""
+
+    input_per_1m: float = Field(ge=0)
+    output_per_1m: float = Field(ge=0)
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (prompt_tokens * self.input_per_1m + completion_tokens * self.output_per_1m) / 1e6
+
+
+class EndpointConfig(_Strict):
+    """One OpenAI-compatible server.
+
+    Attributes:
+        base_url: e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``.
+        model: default model id on this endpoint.
+        api_key_env: name of the env var holding the key; None for servers without auth.
+        headers: extra non-secret headers sent with every request.
+        header_envs: header name -> env var name, for secret headers.
+        timeout_s: per-request timeout (whole request, each attempt).
+        connect_timeout_s: TCP connect timeout.
+        max_concurrency: requests in flight to this endpoint at most.
+        structured_output: ``json_schema`` (response_format with the output model's schema),
+            ``json_object`` or ``text`` (JSON extracted from plain text). An endpoint that
+            rejects ``json_schema`` is downgraded to ``text`` automatically.
+        strict_schema: send ``strict: true`` with the JSON schema.
+        supports_logprobs: False makes logprob requests fail fast with LogprobsUnsupported.
+    """
+
+    base_url: str
+    model: str
+    api_key_env: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    header_envs: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=120.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    max_concurrency: int = Field(default=8, ge=1)
+    structured_output: Literal["json_schema", "json_object", "text"] = "json_schema"
+    strict_schema: bool = False
+    supports_logprobs: bool = True
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_env(cls, v: str | None) -> str | None:
+        return _check_env_name(v, "api_key_env")
+
+    @field_validator("header_envs")
+    @classmethod
+    def _header_envs(cls, v: dict[str, str]) -> dict[str, str]:
+        for name, env in v.items():
+            _check_env_name(env, f"header_envs[{name!r}]")
+        return v
+
+    @field_validator("headers")
+    @classmethod
+    def _no_secret_headers(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            if name.lower() in ("authorization", "api-key", "x-api-key"):
+                raise ValueError(f"header {name!r} carries a secret: set it through header_envs")
+        return v
+
+
+class Sampling(_Strict):
+    """Sampling parameters; None means "not sent" (the server's default)."""
+
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    stop: list[str] | None = None
+
+    def merged(self, other: "Sampling | None") -> "Sampling":
+        """``self`` with every field that ``other`` sets overridden."""
+        if other is None:
+            return self
+        return self.model_copy(update=other.model_dump(exclude_none=True))
+
+    def params(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+GENERATION_DEFAULTS = Sampling(temperature=0.8, top_p=0.95)
+JUDGE_DEFAULTS = Sampling(temperature=0.0)
+
+
+def kind_defaults(kind: RoleKind) -> Sampling:
+    return JUDGE_DEFAULTS if kind == "judge" else GENERATION_DEFAULTS
+
+
+class RoleConfig(_Strict):
+    """Per-role overrides. Unset fields fall back to the step's declaration, then defaults."""
+
+    kind: RoleKind | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    backend: Backend | None = None
+    sampling: Sampling = Field(default_factory=Sampling)
+
+
+class RetryConfig(_Strict):
+    """Retries on timeouts, connection errors and HTTP 408/409/429/5xx only.
+
+    Backoff before attempt n+1 is ``min(backoff_max_s, backoff_base_s * 2**n)`` with full
+    jitter in [50%, 100%]; a ``Retry-After`` header (capped at ``max_retry_after_s``) wins.
+    """
+
+    max_attempts: int = Field(default=5, ge=1)
+    backoff_base_s: float = Field(default=0.5, ge=0)
+    backoff_max_s: float = Field(default=30.0, ge=0)
+    max_retry_after_s: float = Field(default=120.0, ge=0)
+    jitter: bool = True
+    repair_attempts: int = Field(default=1, ge=0, le=3)
+
+
+class BudgetConfig(_Strict):
+    """Caps for one run (misses only: cache hits cost nothing)."""
+
+    max_tokens: int | None = Field(default=None, ge=0)
+    max_usd: float | None = Field(default=None, ge=0)
+
+
+class CacheConfig(_Strict):
+    """The content-addressed call cache.
+
+    Attributes:
+        enabled: False: every call goes to the server (and nothing is written).
+        scope: ``run``: the cache lives in ``<run dir>/cache/llm`` (a rerun of the same run
+            resumes; other runs don't share it); ``shared``: ``dir`` (default
+            ``~/.cache/mtr-suite/llm``) is shared by every run.
+        dir: explicit cache directory (overrides the scope's default location).
+    """
+
+    enabled: bool = True
+    scope: Literal["run", "shared"] = "run"
+    dir: str | None = None
+
+    def resolve_dir(self, run_dir: str | Path | None) -> Path | None:
+        if not self.enabled:
+            return None
+        if self.dir:
+            return Path(self.dir).expanduser()
+        if self.scope == "shared":
+            return Path("~/.cache/mtr-suite/llm").expanduser()
+        if run_dir is None:
+            return None
+        return Path(run_dir) / "cache" / "llm"
+
+
+class ResolvedRole(_Strict):
+    """Everything needed to make a call for one role (secret-free)."""
+
+    role: str
+    kind: RoleKind
+    backend: Backend
+    endpoint_name: str | None
+    model: str | None
+    sampling: Sampling
+
+
+class LLMConfig(_Strict):
+    """The whole LLM layer configuration (see module docstring)."""
+
+    endpoints: dict[str, EndpointConfig] = Field(default_factory=dict)
+    default_endpoint: str | None = None
+    roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    backend: Backend = "openai"
+    max_concurrency: int = Field(default=16, ge=1)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    accounting_flush_every: int = Field(default=1, ge=1)
+
+    @model_validator(mode="after")
+    def _check_refs(self) -> "LLMConfig":
+        if self.default_endpoint is not None and self.default_endpoint not in self.endpoints:
+            raise ValueError(f"default_endpoint {self.default_endpoint!r} is not among the endpoints "
+                             f"({', '.join(sorted(self.endpoints)) or 'none'})")
+        for name, role in self.roles.items():
+            if role.endpoint is not None and role.endpoint not in self.endpoints:
+                raise ValueError(f"role {name!r} uses unknown endpoint {role.endpoint!r}")
+        return self
+
+    # -- loading ------------------------------------------------------------------------
+    @classmethod
+    def from_file(cls, path: str | Path) -> "LLMConfig":
+        """Load a YAML or JSON file (an ``llm:`` top-level key is accepted)."""
+        import yaml
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise LLMConfigError(f"cannot read LLM config {p}: {exc}") from None
+        if isinstance(data, dict) and set(data) == {"llm"}:
+            data = data["llm"]
+        try:
+            return cls.model_validate(data)
+        except ValueError as exc:
+            raise LLMConfigError(f"invalid LLM config {p}: {exc}") from None
+
+    # -- resolution ---------------------------------------------------------------------
+    def endpoint_for(self, name: str | None) -> tuple[str, EndpointConfig]:
+        if name is None:
+            name = self.default_endpoint
+            if name is None and len(self.endpoints) == 1:
+                name = next(iter(self.endpoints))
+        if name is None:
+            raise LLMConfigError("no LLM endpoint configured: add one under `endpoints` "
+                                 "(or select the offline backend explicitly)")
+        if name not in self.endpoints:
+            raise LLMConfigError(f"unknown LLM endpoint {name!r}")
+        return name, self.endpoints[name]
+
+    def resolve(self, role: str, *, kind: RoleKind = "generation",
+                step_sampling: Sampling | None = None, backend: Backend | None = None) -> ResolvedRole:
+        """Resolve a role: kind defaults < step sampling < role config; explicit backend wins."""
+        rc = self.roles.get(role, RoleConfig())
+        kind = rc.kind or kind
+        sampling = kind_defaults(kind).merged(step_sampling).merged(rc.sampling)
+        chosen: Backend = backend or rc.backend or self.backend
+        if chosen == "offline":
+            return ResolvedRole(role=role, kind=kind, backend="offline", endpoint_name=None,
+                                model=None, sampling=sampling)
+        ep_name, ep = self.endpoint_for(rc.endpoint)
+        return ResolvedRole(role=role, kind=kind, backend="openai", endpoint_name=ep_name,
+                            model=rc.model or ep.model, sampling=sampling)
+
+    def price(self, model: str | None) -> ModelPrice | None:
+        return self.prices.get(model) if model else None
+
+    def public_dict(self) -> dict[str, Any]:
+        """A JSON-able dump for manifests (holds env var names only, never values)."""
+        return self.model_dump(mode="json")

@@ -1,0 +1,101 @@
+"""Embed and cluster stages: package logic -> run tables. Plain functions (Prefect wraps them)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from clustering.embed import EmbeddingCache, embed_with_cache, model_id
+from clustering.greedy import greedy_clusters
+from clustering.knn import knn
+from clustering.topics import cluster_topics, fit_topics
+from storage.schemas import CHUNK_TOPICS, CLUSTERS, TOPICS, embeddings_schema
+from storage.store import RunStore
+
+Progress = Callable[[str, int, int], None]
+
+
+def default_cache_dir(store: RunStore, cfg) -> Path:
+    if cfg.embed.cache_dir:
+        return Path(cfg.embed.cache_dir)
+    return Path(store.path).parent / ".cache" / "embeddings"
+
+
+def embed(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, Any]:
+    """Embed every chunk (normalised), reusing the shared (model, content hash) cache."""
+    t = store.read_table("chunks", columns=["chunk_id", "text", "content_hash"])
+    ids, texts, hashes = (t.column(c).to_pylist() for c in ("chunk_id", "text", "content_hash"))
+    cache = EmbeddingCache(default_cache_dir(store, cfg))
+    total = len(texts)
+    cb = (lambda n: progress("embed", n, total)) if progress else None
+    vecs, n_new = embed_with_cache(texts, hashes, cache, model=cfg.embed.model, batch_size=cfg.embed.batch_size,
+                                   progress=cb)
+    dim = int(vecs.shape[1])
+    mid = model_id(cfg.embed.model)
+    table = pa.table({
+        "chunk_id": pa.array(ids, pa.string()),
+        "content_hash": pa.array(hashes, pa.string()),
+        "model_id": pa.array([mid] * len(ids), pa.string()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
+    })
+    store.write_table("embeddings", table, embeddings_schema(dim))
+    return {"chunks": total, "newly_embedded": n_new, "from_cache": total - n_new, "dim": dim, "model": mid}
+
+
+def read_embeddings(store: RunStore) -> tuple[list[str], np.ndarray]:
+    t = store.read_table("embeddings", columns=["chunk_id", "vector"])
+    ids = t.column("chunk_id").to_pylist()
+    col = t.column("vector").combine_chunks()
+    if len(ids) == 0:
+        return ids, np.zeros((0, 0), dtype=np.float32)
+    dim = len(col[0])
+    vecs = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(ids), dim)
+    return ids, vecs
+
+
+def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, Any]:
+    """kNN graph -> greedy traversal clusters (+ repair) -> HDBSCAN topics."""
+    ids, vecs = read_embeddings(store)
+    n = len(ids)
+    texts_by_id = dict(zip(*(store.read_table("chunks", columns=["chunk_id", "text"]).column(c).to_pylist()
+                             for c in ("chunk_id", "text"))))
+    missing = [i for i in ids if i not in texts_by_id]
+    if missing:
+        raise ValueError(f"{len(missing)} embedded chunks are not in the chunks table (e.g. {missing[0]}); "
+                         "re-run `mtr embed` for this run")
+    c = cfg.cluster
+    cb = (lambda k: progress("knn", k, n)) if progress else None
+    nbr, _ = knn(vecs, k=c.k, max_block_bytes=c.max_block_mb * 1024 * 1024, progress=cb)
+    res = greedy_clusters(nbr, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed, vectors=vecs)
+    texts = [texts_by_id[i] for i in ids]
+    topics = fit_topics(vecs, texts, cfg.topics)
+    ctopics = cluster_topics(res.clusters, topics, vecs)
+    rows = {"cluster_id": [], "position": [], "chunk_id": [], "topic_id": []}
+    for cid, (members, tid) in enumerate(zip(res.clusters, ctopics)):
+        for pos, m in enumerate(members):
+            rows["cluster_id"].append(cid)
+            rows["position"].append(pos)
+            rows["chunk_id"].append(ids[m])
+            rows["topic_id"].append(tid)
+    store.write_table("clusters", pa.table(rows, schema=CLUSTERS))
+    store.write_table("chunk_topics", pa.table({"chunk_id": ids, "topic_id": topics.labels.astype(np.int32),
+                                                "probability": topics.probabilities}, schema=CHUNK_TOPICS))
+    tids = sorted(topics.sizes)
+    store.write_table("topics", pa.table({
+        "topic_id": pa.array(tids, pa.int32()),
+        "size": pa.array([topics.sizes[t] for t in tids], pa.int64()),
+        "label": [", ".join(topics.keywords.get(t, [])[:3]) if t >= 0 else "(noise)" for t in tids],
+        "keywords": [topics.keywords.get(t, []) for t in tids]}, schema=TOPICS))
+    sizes = res.sizes()
+    assigned = res.assignment(n)
+    if n and (assigned < 0).any():  # invariant: never expected
+        raise RuntimeError("clustering lost chunks; this is a bug")
+    report = {"chunks": n, "clusters": len(res.clusters),
+              "size_min": int(sizes.min()) if n else 0, "size_max": int(sizes.max()) if n else 0,
+              "size_mean": round(float(sizes.mean()), 2) if n else 0.0,
+              "short_clusters": len(res.short_clusters), "moved_by_repair": res.moved,
+              "rewalked": res.rewalked, "topics": len([t for t in tids if t >= 0]),
+              "noise_chunks": int(topics.sizes.get(-1, 0))}
+    return report

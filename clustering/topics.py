@@ -1,0 +1,104 @@
+"""Topics: HDBSCAN (the ``hdbscan`` package) over chunk embeddings, with c-TF-IDF labels.
+
+Embeddings are first reduced with PCA (default 32 dimensions) because tree-based HDBSCAN
+is slow at 384 dimensions (see stack.md: 51 s -> 6 s on 10k points). Noise points keep
+topic -1 at chunk level; a conversation cluster gets the majority topic of its chunks, or,
+when all of them are noise, the topic whose centroid is nearest to the cluster's mean.
+Later stages use cluster topics to pick *far* clusters for hard topic switches.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TopicConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    min_cluster_size: int = Field(10, ge=2)
+    min_samples: int | None = Field(None, ge=1)
+    reduce_dims: int | None = Field(32, ge=2, description="PCA dimensions before HDBSCAN; None = no reduction")
+    n_keywords: int = Field(5, ge=1)
+    seed: int = 0
+
+
+@dataclass
+class TopicResult:
+    labels: np.ndarray            # topic per chunk (-1 = noise)
+    probabilities: np.ndarray
+    keywords: dict[int, list[str]]
+    sizes: dict[int, int]
+    centroids: dict[int, np.ndarray]
+
+
+def fit_topics(vectors: np.ndarray, texts: list[str], cfg: TopicConfig | None = None) -> TopicResult:
+    cfg = cfg or TopicConfig()
+    n = len(vectors)
+    if n < max(cfg.min_cluster_size * 2, 4):
+        labels = np.full(n, -1, dtype=np.int64)
+        probs = np.zeros(n, dtype=np.float32)
+    else:
+        x = np.asarray(vectors, dtype=np.float64)
+        if cfg.reduce_dims and x.shape[1] > cfg.reduce_dims and n > cfg.reduce_dims:
+            from sklearn.decomposition import PCA
+            x = PCA(n_components=cfg.reduce_dims, random_state=cfg.seed).fit_transform(x)
+        import hdbscan
+        model = hdbscan.HDBSCAN(min_cluster_size=cfg.min_cluster_size, min_samples=cfg.min_samples,
+                                core_dist_n_jobs=1)
+        labels = model.fit_predict(x).astype(np.int64)
+        probs = np.asarray(model.probabilities_, dtype=np.float32)
+    topic_ids = sorted(int(t) for t in set(labels.tolist()) if t >= 0)
+    keywords = ctfidf_keywords(texts, labels, cfg.n_keywords)
+    sizes = {t: int((labels == t).sum()) for t in sorted(set(labels.tolist()))}
+    centroids = {}
+    for t in topic_ids:
+        c = np.asarray(vectors)[labels == t].mean(axis=0)
+        centroids[t] = c / (np.linalg.norm(c) or 1.0)
+    return TopicResult(labels, probs, keywords, sizes, centroids)
+
+
+_TOKEN = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
+
+
+def ctfidf_keywords(texts: list[str], labels: np.ndarray, n: int = 5) -> dict[int, list[str]]:
+    """Class-based TF-IDF (BERTopic style): tf per topic * log(1 + A / f_t)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    per_topic: dict[int, Counter] = {}
+    for text, lab in zip(texts, labels.tolist()):
+        toks = [t for t in (w.lower() for w in _TOKEN.findall(text)) if t not in ENGLISH_STOP_WORDS]
+        per_topic.setdefault(int(lab), Counter()).update(toks)
+    if not per_topic:
+        return {}
+    total = Counter()
+    for c in per_topic.values():
+        total.update(c)
+    avg = sum(sum(c.values()) for c in per_topic.values()) / len(per_topic)
+    out = {}
+    for lab, c in per_topic.items():
+        s = sum(c.values()) or 1
+        scored = sorted(((cnt / s) * np.log(1 + avg / total[w]), w) for w, cnt in c.items())
+        scored.sort(key=lambda p: (-p[0], p[1]))
+        out[lab] = [w for _, w in scored[:n]]
+    return out
+
+
+def cluster_topics(clusters: list[list[int]], result: TopicResult, vectors: np.ndarray) -> list[int]:
+    """Topic of each conversation cluster: majority non-noise topic, else nearest centroid."""
+    out = []
+    tids = sorted(result.centroids)
+    cent = np.stack([result.centroids[t] for t in tids]) if tids else None
+    for members in clusters:
+        labs = [int(result.labels[m]) for m in members if result.labels[m] >= 0]
+        if labs:
+            counts = Counter(labs)
+            best = max(counts.values())
+            out.append(min(t for t, c in counts.items() if c == best))
+        elif cent is not None:
+            mean = np.asarray(vectors)[members].mean(axis=0)
+            out.append(int(tids[int(np.argmax(cent @ mean))]))
+        else:
+            out.append(-1)
+    return out

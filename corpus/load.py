@@ -1,0 +1,289 @@
+"""Load a corpus from a directory of text files or from a JSONL / Parquet / CSV table.
+
+Nothing is silently dropped: every input that cannot become a document (empty, binary,
+undecodable, oversized, malformed line, missing text field, duplicate id, unsupported
+file type) is returned as a :class:`storage.records.Rejected` with its source and reason.
+
+Doc ids are the given id field when present, else a content hash (stable across runs).
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import html
+import io
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from storage.records import Document, Rejected, hash_doc_id
+
+TEXT_EXTS = {".txt", ".md", ".markdown", ".text"}
+HTML_EXTS = {".html", ".htm"}
+TABLE_EXTS = {".jsonl", ".ndjson", ".jsonl.gz", ".parquet", ".csv", ".json"}
+
+
+class LoadConfig(BaseModel):
+    """How to read the corpus."""
+    model_config = ConfigDict(extra="forbid")
+    id_field: str = Field("id", description="id column/key of table inputs (falls back to doc_id, _id)")
+    title_field: str = Field("title", description="title column/key of table inputs")
+    text_field: str = Field("text", description="text column/key of table inputs")
+    max_bytes: int = Field(5_000_000, gt=0, description="documents larger than this are rejected as oversized")
+    encoding: str = "utf-8"
+
+
+class CorpusError(ValueError):
+    """The corpus path itself is unusable (missing, not readable, no supported files)."""
+
+
+def _suffix(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(".jsonl.gz"):
+        return ".jsonl.gz"
+    return path.suffix.lower()
+
+
+class _HTMLText(HTMLParser):
+    SKIP = {"script", "style", "noscript", "head", "nav", "footer"}
+    BLOCK = {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section", "article", "pre",
+             "blockquote", "ul", "ol", "table"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title: list[str] = []
+        self._skip = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "title":
+            self._in_title = True
+        elif tag in self.SKIP:
+            self._skip += 1
+        elif tag in self.BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_endtag(self, tag):
+        if tag == "title":
+            self._in_title = False
+        elif tag in self.SKIP and self._skip:
+            self._skip -= 1
+        elif tag in self.BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_data(self, data):
+        if self._in_title:
+            self.title.append(data)
+        elif not self._skip:
+            self.parts.append(data)
+
+
+def html_to_text(raw: str) -> tuple[str, str]:
+    """(title, text) of an HTML page: scripts/styles/nav dropped, blocks become paragraphs."""
+    p = _HTMLText()
+    p.feed(raw)
+    p.close()
+    text = "".join(p.parts)
+    text = re.sub(r"[ \t\r\f\v]+", " ", text)
+    text = re.sub(r" *\n *", "\n", text)
+    text = re.sub(r"\n{3,}", "\n\n", text).strip()
+    return html.unescape(" ".join("".join(p.title).split())), text
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if b"\x00" in head:
+        return True
+    if not head:
+        return False
+    ctrl = sum(1 for b in head if b < 32 and b not in (9, 10, 12, 13))
+    return ctrl / len(head) > 0.10
+
+
+def _md_title(text: str, fallback: str) -> str:
+    for line in text.splitlines()[:5]:
+        s = line.strip()
+        if s.startswith("# "):
+            return s[2:].strip()
+    return fallback
+
+
+def _read_text_file(path: Path, cfg: LoadConfig, source: str) -> Document | Rejected:
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return Rejected(source, "unreadable", f"could not stat the file: {exc}")
+    if size > cfg.max_bytes:
+        return Rejected(source, "oversized", f"{size} bytes exceeds load.max_bytes={cfg.max_bytes}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Rejected(source, "unreadable", f"could not read the file: {exc}")
+    if _looks_binary(data):
+        return Rejected(source, "binary", "the file contains NUL or control bytes, so it is not text")
+    try:
+        raw = data.decode(cfg.encoding)
+    except UnicodeDecodeError as exc:
+        return Rejected(source, "undecodable", f"not valid {cfg.encoding} at byte {exc.start}")
+    raw = raw.lstrip("\ufeff")
+    if _suffix(path) in HTML_EXTS:
+        title, text = html_to_text(raw)
+        title = title or path.stem
+    else:
+        text = raw.replace("\r\n", "\n").replace("\r", "\n").strip()
+        title = _md_title(text, path.stem) if _suffix(path) in {".md", ".markdown"} else path.stem
+    if not text.strip():
+        return Rejected(source, "empty", "the document has no text")
+    return Document(doc_id=hash_doc_id(text), title=title, text=text, source=source)
+
+
+def _records_jsonl(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    try:
+        fh = opener(path, "rb")
+        lines = fh.read().split(b"\n")
+        fh.close()
+    except (OSError, EOFError) as exc:
+        raise CorpusError(f"cannot read {path}: {exc}") from exc
+    for i, line in enumerate(lines, 1):
+        src = f"{path}:{i}"
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line.decode(cfg.encoding))
+        except UnicodeDecodeError as exc:
+            yield src, Rejected(src, "undecodable", f"line is not valid {cfg.encoding} at byte {exc.start}")
+            continue
+        except json.JSONDecodeError as exc:
+            yield src, Rejected(src, "malformed", f"invalid JSON: {exc.msg} at column {exc.colno}")
+            continue
+        if not isinstance(obj, dict):
+            yield src, Rejected(src, "malformed", "the line is JSON but not an object")
+            continue
+        yield src, obj
+
+
+def _records_json(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
+    try:
+        data = json.loads(path.read_text(encoding=cfg.encoding))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CorpusError(f"{path} is not a valid JSON file: {exc}") from exc
+    if not isinstance(data, list):
+        raise CorpusError(f"{path}: a .json corpus must be a list of objects (use .jsonl for one object per line)")
+    for i, obj in enumerate(data):
+        src = f"{path}[{i}]"
+        yield src, obj if isinstance(obj, dict) else Rejected(src, "malformed", "the item is not an object")
+
+
+def _records_parquet(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
+    import pyarrow.parquet as pq
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types
+        raise CorpusError(f"{path} is not a readable Parquet file: {exc}") from exc
+    row = 0
+    for batch in pf.iter_batches(batch_size=4096):
+        for rec in batch.to_pylist():
+            yield f"{path}#row{row}", rec
+            row += 1
+
+
+def _records_csv(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
+    csv.field_size_limit(max(cfg.max_bytes * 2, 1 << 20))
+    try:
+        text = path.read_text(encoding=cfg.encoding)
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path} is not valid {cfg.encoding} at byte {exc.start}") from exc
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    try:
+        for rec in reader:
+            yield f"{path}:{reader.line_num}", rec
+    except csv.Error as exc:
+        raise CorpusError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from exc
+
+
+def _table_records(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, Document | Rejected]]:
+    suf = _suffix(path)
+    gen = {".jsonl": _records_jsonl, ".ndjson": _records_jsonl, ".jsonl.gz": _records_jsonl,
+           ".json": _records_json, ".parquet": _records_parquet, ".csv": _records_csv}[suf]
+    id_keys = [cfg.id_field, "doc_id", "_id", "id"]
+    for src, rec in gen(path, cfg):
+        if isinstance(rec, Rejected):
+            yield src, rec
+            continue
+        if cfg.text_field not in rec:
+            yield src, Rejected(src, "missing_field", f"no {cfg.text_field!r} field (set load.text_field); "
+                                                    f"fields present: {', '.join(map(str, list(rec)[:8]))}")
+            continue
+        text = rec.get(cfg.text_field)
+        if not isinstance(text, str):
+            yield src, Rejected(src, "malformed", f"field {cfg.text_field!r} is not a string")
+            continue
+        given = next((rec[k] for k in id_keys if rec.get(k) not in (None, "")), None)
+        doc_id = str(given) if given is not None else None
+        if len(text.encode("utf-8", "surrogatepass")) > cfg.max_bytes:
+            yield src, Rejected(src, "oversized", f"text exceeds load.max_bytes={cfg.max_bytes}", doc_id=doc_id)
+            continue
+        if "\x00" in text:
+            yield src, Rejected(src, "binary", "the text contains NUL characters", doc_id=doc_id)
+            continue
+        text = text.replace("\r\n", "\n").strip()
+        if not text:
+            yield src, Rejected(src, "empty", "the document has no text", doc_id=doc_id)
+            continue
+        title = rec.get(cfg.title_field)
+        yield src, Document(doc_id=doc_id or hash_doc_id(text), title="" if title is None else str(title),
+                            text=text, source=src)
+
+
+def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Document | Rejected]:
+    cfg = cfg or LoadConfig()
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError(f"corpus path {p} does not exist")
+    if p.is_file():
+        if _suffix(p) in TABLE_EXTS:
+            for _, item in _table_records(p, cfg):
+                yield item
+        elif _suffix(p) in TEXT_EXTS | HTML_EXTS:
+            yield _read_text_file(p, cfg, str(p))
+        else:
+            raise CorpusError(f"unsupported corpus file type {_suffix(p) or '(none)'} for {p}; "
+                              "use a directory of .txt/.md/.html files or a .jsonl/.parquet/.csv table")
+        return
+    files = sorted(f for f in p.rglob("*") if f.is_file() and not any(
+        part.startswith(".") for part in f.relative_to(p).parts))
+    if not files:
+        raise CorpusError(f"corpus directory {p} contains no files")
+    for f in files:
+        rel = str(f.relative_to(p))
+        suf = _suffix(f)
+        if suf in TEXT_EXTS | HTML_EXTS:
+            yield _read_text_file(f, cfg, rel)
+        elif suf in TABLE_EXTS:
+            for _, item in _table_records(f, cfg):
+                yield item
+        else:
+            yield Rejected(rel, "unsupported_type", f"file type {suf or '(none)'} is not a supported corpus format")
+
+
+def load_corpus(path: str | Path, cfg: LoadConfig | None = None) -> tuple[list[Document], list[Rejected]]:
+    """Read every document; duplicate ids keep the first occurrence, the rest are rejected."""
+    docs: list[Document] = []
+    rejected: list[Rejected] = []
+    seen: dict[str, str] = {}
+    for item in iter_corpus(path, cfg):
+        if isinstance(item, Rejected):
+            rejected.append(item)
+        elif item.doc_id in seen:
+            rejected.append(Rejected(item.source, "duplicate_id", f"doc id {item.doc_id!r} already used by "
+                                     f"{seen[item.doc_id]}", doc_id=item.doc_id, duplicate_of=item.doc_id))
+        else:
+            seen[item.doc_id] = item.source
+            docs.append(item)
+    return docs, rejected

@@ -1,0 +1,49 @@
+"""Helpers shared by CLI modules: config loading, run resolution, rich output."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable
+
+from rich.console import Console
+from rich.table import Table
+
+from flows.errors import UserError
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def resolve_run(run: str, runs_root: str = "mtr-runs") -> Path:
+    """A run given as a path, or as a run id under ``runs_root``."""
+    p = Path(run)
+    if p.is_dir():
+        return p.resolve()
+    q = Path(runs_root) / run
+    if q.is_dir():
+        return q.resolve()
+    raise UserError(f"run {run!r} not found (looked at {p} and {q}); `mtr runs list` shows the runs")
+
+
+def print_table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]]) -> None:
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(str(c))
+    for r in rows:
+        t.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r])
+    console.print(t)
+
+
+@contextmanager
+def progress_bars():
+    """Rich progress bars fed by stage callbacks (flows.progress)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from flows.progress import RichReporter, set_reporter
+    with Progress(TextColumn("[bold]{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=False) as prog:
+        set_reporter(RichReporter(prog))
+        try:
+            yield prog
+        finally:
+            set_reporter(None)

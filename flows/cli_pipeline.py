@@ -1,0 +1,116 @@
+"""Pipeline commands: curate, chunk, embed, cluster, build, demo (each runs the spine flow)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from flows.cli_common import console, print_table, progress_bars, resolve_run
+from flows.config import MTRConfig, load_config
+from flows.errors import UserError
+
+CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
+    return load_config(config, overrides)
+
+
+def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path: str | None) -> dict:
+    from flows.pipeline import run_spine
+    from storage.store import StoreError
+    from corpus.load import CorpusError
+    from clustering.embed import EmbeddingError
+    try:
+        with progress_bars():
+            results = run_spine(str(run_dir), cfg, stages, input_path)
+    except (StoreError, CorpusError, EmbeddingError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    print_summary(run_dir, results)
+    return results
+
+
+def print_summary(run_dir: Path, results: dict) -> None:
+    from storage.store import RunStore
+    rows = []
+    for stage, r in results.items():
+        s = r["summary"]
+        text = ", ".join(f"{k}={v}" for k, v in s.items() if not isinstance(v, dict))
+        rows.append((stage, "cache hit" if r["cached"] else "ran", text))
+    print_table("Stages", ["stage", "status", "summary"], rows)
+    curate = results.get("curate", {}).get("summary", {})
+    if curate.get("rejected_by_reason"):
+        print_table("Rejected inputs (table `rejected`)", ["reason", "count"],
+                    sorted(curate["rejected_by_reason"].items()))
+    store = RunStore(str(run_dir))
+    man = store.read_manifest()
+    print_table("Artifacts", ["table", "rows", "file"],
+                [(n, s["rows"], store.table_path(n) if s["files"] == 1 else f"{store.path}/{n}/")
+                 for n, s in man.get("tables", {}).items()])
+    console.print(f"Run directory: [bold]{run_dir}[/bold]  (inspect: mtr runs show {run_dir}; "
+                  f"mtr query {run_dir} \"SELECT ...\")")
+
+
+def _new_run_dir(cfg: MTRConfig, run: Optional[str], prefix: str) -> Path:
+    from storage.store import new_run_id
+    if run:
+        p = Path(run)
+        return p if (p.is_absolute() or p.parent != Path(".")) else Path(cfg.runs_root) / run
+    return Path(cfg.runs_root) / new_run_id(prefix)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command(help="Load, clean and MinHash-dedup a corpus into a new run.\n\n"
+                      "Example: mtr curate examples/wiki --run my-run")
+    def curate(input: Path = typer.Argument(..., help="directory of .txt/.md/.html, or .jsonl/.parquet/.csv"),
+               run: Optional[str] = typer.Option(None, help="run id or directory (default: a new id)"),
+               config: Optional[Path] = CONFIG_OPT,
+               text_field: Optional[str] = typer.Option(None, help="text field of table inputs"),
+               id_field: Optional[str] = typer.Option(None, help="id field of table inputs"),
+               title_field: Optional[str] = typer.Option(None, help="title field of table inputs"),
+               min_chars: Optional[int] = typer.Option(None, help="reject documents shorter than this")):
+        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field,
+                            "load.title_field": title_field, "clean.min_chars": min_chars})
+        _run_and_report(_new_run_dir(cfg, run, "run"), cfg, ["curate"], str(input))
+
+    @app.command(help="Chunk a curated run (recursive splitter; chars or tokens).\n\n"
+                      "Example: mtr chunk my-run --max-size 1024")
+    def chunk(run: str = typer.Argument(..., help="run id or directory"), config: Optional[Path] = CONFIG_OPT,
+              mode: Optional[str] = typer.Option(None, help="chars | tokens"),
+              max_size: Optional[int] = typer.Option(None), min_size: Optional[int] = typer.Option(None)):
+        cfg = _cfg(config, {"chunk.mode": mode, "chunk.max_size": max_size, "chunk.min_size": min_size})
+        _run_and_report(resolve_run(run, cfg.runs_root), cfg, ["chunk"], None)
+
+    @app.command(help="Embed the chunks of a run (cached by model + content hash).\n\nExample: mtr embed my-run")
+    def embed(run: str = typer.Argument(...), config: Optional[Path] = CONFIG_OPT,
+              batch_size: Optional[int] = typer.Option(None)):
+        cfg = _cfg(config, {"embed.batch_size": batch_size})
+        _run_and_report(resolve_run(run, cfg.runs_root), cfg, ["embed"], None)
+
+    @app.command(help="kNN + greedy-traversal clusters and HDBSCAN topics.\n\nExample: mtr cluster my-run --size 8")
+    def cluster(run: str = typer.Argument(...), config: Optional[Path] = CONFIG_OPT,
+                size: Optional[int] = typer.Option(None, help="C: chain length"),
+                k: Optional[int] = typer.Option(None, help="neighbours per chunk"),
+                seed: Optional[int] = typer.Option(None)):
+        cfg = _cfg(config, {"cluster.size": size, "cluster.k": k, "cluster.seed": seed})
+        _run_and_report(resolve_run(run, cfg.runs_root), cfg, ["cluster"], None)
+
+    @app.command(help="Run the whole spine (curate -> chunk -> embed -> cluster) on a corpus.\n\n"
+                      "Example: mtr build corpus.jsonl --text-field body --run nightly")
+    def build(input: Path = typer.Argument(...), run: Optional[str] = typer.Option(None),
+              config: Optional[Path] = CONFIG_OPT, text_field: Optional[str] = typer.Option(None),
+              id_field: Optional[str] = typer.Option(None)):
+        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field})
+        _run_and_report(_new_run_dir(cfg, run, "run"), cfg, ["curate", "chunk", "embed", "cluster"], str(input))
+
+    @app.command(help="Run everything on the bundled example corpus with the embedded (offline) defaults.\n\n"
+                      "Example: mtr demo --run demo")
+    def demo(run: str = typer.Option("demo", help="run id (re-running reuses cached stages)"),
+             runs_root: Optional[str] = typer.Option(None, help="where runs live (default mtr-runs)")):
+        cfg = _cfg(EXAMPLES / "demo.toml", {"runs_root": runs_root})
+        console.print("[bold]MTR-Suite demo[/bold] on examples/wiki with the embedded offline defaults "
+                      "(bundled MiniLM embeddings; no network, no LLM endpoint).")
+        _run_and_report(Path(cfg.runs_root) / run, cfg, ["curate", "chunk", "embed", "cluster"],
+                        str(EXAMPLES / "wiki"))

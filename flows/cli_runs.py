@@ -1,0 +1,85 @@
+"""Quick commands over run directories (no Prefect): runs list/show, query."""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import typer
+
+from flows.cli_common import console, print_table, resolve_run
+from flows.errors import UserError
+
+
+def register(app: typer.Typer) -> None:
+    runs = typer.Typer(help="List and inspect run directories.", no_args_is_help=True)
+    app.add_typer(runs, name="runs")
+
+    @runs.command("list", help="List runs under a root.\n\nExample: mtr runs list --root mtr-runs")
+    def list_(root: str = typer.Option("mtr-runs", help="runs root")):
+        from storage.store import list_runs
+        rows = []
+        for r in list_runs(root):
+            m = r.read_manifest()
+            tabs = m.get("tables", {})
+            rows.append((r.run_id, m.get("created_at", "")[:19], ",".join(m.get("stages", {}).keys()),
+                         tabs.get("documents", {}).get("rows", ""), tabs.get("chunks", {}).get("rows", ""),
+                         r.path))
+        if not rows:
+            console.print(f"no runs under {root}")
+            return
+        print_table(f"Runs under {root}", ["run", "created", "stages", "docs", "chunks", "path"], rows)
+
+    @runs.command("show", help="Show a run's manifest summary.\n\nExample: mtr runs show demo")
+    def show(run: str, root: str = typer.Option("mtr-runs"), json_out: bool = typer.Option(False, "--json")):
+        from storage.store import RunStore
+        store = RunStore(str(resolve_run(run, root)))
+        man = store.read_manifest()
+        if not man:
+            raise UserError(f"{store.path} has no manifest.json; is it a run directory?")
+        if json_out:
+            console.print_json(json.dumps(man, default=str))
+            return
+        print_table(f"Run {store.run_id}", ["table", "rows", "bytes", "sha256"],
+                    [(n, s["rows"], s["bytes"], s["sha256"][:12]) for n, s in man.get("tables", {}).items()])
+        for stage, info in man.get("stages", {}).items():
+            s = info.get("summary", {})
+            console.print(f"[bold]{stage}[/bold]: " + ", ".join(f"{k}={v}" for k, v in s.items()))
+
+    @app.command(help="Read-only SQL (DuckDB) over a run's Parquet tables; writes are refused.\n\n"
+                      "Example: mtr query demo \"SELECT cluster_id, count(*) FROM clusters GROUP BY 1\"")
+    def query(run: str, sql: str, root: str = typer.Option("mtr-runs"),
+              limit: int = typer.Option(50, help="max rows printed"),
+              output: Optional[str] = typer.Option(None, help="write the full result to .parquet/.csv/.jsonl")):
+        from storage.duck import query as run_query
+        from storage.store import RunStore, StoreError
+        store = RunStore(str(resolve_run(run, root)))
+        try:
+            table = run_query(store, sql)
+        except StoreError as exc:
+            raise UserError(str(exc)) from exc
+        if output:
+            _write(table, output)
+            console.print(f"wrote {table.num_rows} rows to {output}")
+        rows = table.slice(0, limit).to_pylist()
+        print_table(f"{table.num_rows} rows", table.column_names,
+                    [[_short(v) for v in r.values()] for r in rows])
+
+
+def _short(v):
+    s = v if isinstance(v, float) else str(v)
+    return s if isinstance(s, float) or len(s) <= 80 else s[:77] + "..."
+
+
+def _write(table, path: str) -> None:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    if path.endswith(".parquet"):
+        pq.write_table(table, path)
+    elif path.endswith(".csv"):
+        pcsv.write_csv(table, path)
+    elif path.endswith(".jsonl"):
+        with open(path, "w", encoding="utf-8") as f:
+            for r in table.to_pylist():
+                f.write(json.dumps(r, default=str) + "\n")
+    else:
+        raise UserError("--output must end in .parquet, .csv or .jsonl")

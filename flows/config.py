@@ -1,0 +1,91 @@
+"""The one typed configuration of a run (TOML or YAML; unknown keys are rejected).
+
+Each package owns the model of its own stage; this module composes them. The resolved
+config is saved in every run's manifest.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from clustering.greedy import ClusterConfig
+from clustering.topics import TopicConfig
+from corpus.chunk import ChunkConfig
+from corpus.clean import CleanConfig
+from corpus.dedup import DedupConfig
+from corpus.load import LoadConfig
+from flows.errors import UserError
+
+
+class EmbedConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str | None = Field(None, description="sentence-transformers model dir; default: bundled MiniLM")
+    batch_size: int = Field(64, ge=1)
+    cache_dir: str | None = Field(None, description="shared embedding cache; default <runs_root>/.cache/embeddings")
+
+
+class MTRConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    runs_root: str = Field("mtr-runs", description="where run directories are created")
+    load: LoadConfig = Field(default_factory=LoadConfig)
+    clean: CleanConfig = Field(default_factory=CleanConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    chunk: ChunkConfig = Field(default_factory=ChunkConfig)
+    chunk_dedup: bool = Field(True, description="also MinHash-dedup chunks (the reference dedups chunks)")
+    embed: EmbedConfig = Field(default_factory=EmbedConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    topics: TopicConfig = Field(default_factory=TopicConfig)
+
+    def stage_hash(self, *sections: str) -> str:
+        data = {s: getattr(self, s).model_dump(mode="json") if hasattr(getattr(self, s), "model_dump")
+                else getattr(self, s) for s in sections}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise UserError(f"config file {path} does not exist")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            return tomllib.loads(text)
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+            data = yaml.safe_load(text) or {}
+            if not isinstance(data, dict):
+                raise UserError(f"config file {path} must contain a mapping at the top level")
+            return data
+    except (tomllib.TOMLDecodeError, Exception) as exc:  # yaml.YAMLError and friends
+        if isinstance(exc, UserError):
+            raise
+        raise UserError(f"config file {path} could not be parsed: {exc}") from exc
+    raise UserError(f"config file {path} must end in .toml, .yaml or .yml")
+
+
+def _set(d: dict, dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    for k in keys[:-1]:
+        d = d.setdefault(k, {})
+    d[keys[-1]] = value
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> MTRConfig:
+    """Config from a file (optional) plus dotted overrides such as ``{"chunk.max_size": 512}``."""
+    data: dict[str, Any] = _read(Path(path)) if path else {}
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _set(data, key, value)
+    try:
+        return MTRConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        msg = first["msg"]
+        if first["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see the README's configuration section)"
+        raise UserError(f"invalid config at {loc or '(top level)'}: {msg}") from exc

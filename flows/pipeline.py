@@ -1,0 +1,188 @@
+"""Prefect flows for the corpus spine: curate -> chunk -> embed -> cluster.
+
+Orchestration only: every task calls a plain stage function (``corpus.stages``,
+``clustering.stages``). Tasks are cached on (stage, run dir, the stage's config, the
+content hash of its input table, the stage code version), never on the flow-run id, and
+results persist under ``<run>/cache/prefect``, so re-running an unchanged stage is a cache
+hit. Flows need no server (ephemeral mode) and appear in the UI when PREFECT_API_URL is set.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+
+import clustering.stages as cstages
+import corpus.chunk
+import corpus.clean
+import corpus.dedup
+import corpus.load
+import corpus.stages as stages
+import clustering.greedy
+import clustering.knn
+import clustering.topics
+import clustering.embed
+from flows.config import MTRConfig
+from flows.progress import report
+from storage.store import RunStore
+
+STAGES = ("curate", "chunk", "embed", "cluster")
+_CODE = {
+    "curate": (corpus.load, corpus.clean, corpus.dedup, stages),
+    "chunk": (corpus.chunk, corpus.dedup, stages),
+    "embed": (clustering.embed, cstages),
+    "cluster": (clustering.knn, clustering.greedy, clustering.topics, cstages),
+}
+_SECTIONS = {"curate": ("load", "clean", "dedup"), "chunk": ("chunk", "chunk_dedup", "dedup"),
+             "embed": ("embed",), "cluster": ("cluster", "topics")}
+_INPUT = {"curate": None, "chunk": "documents", "embed": "chunks", "cluster": "embeddings"}
+_OUTPUT = {"curate": "documents", "chunk": "chunks", "embed": "embeddings", "cluster": "clusters"}
+
+
+def code_version(stage: str) -> str:
+    h = hashlib.sha256()
+    for mod in _CODE[stage]:
+        h.update(inspect.getsource(mod).encode())
+    return h.hexdigest()[:16]
+
+
+def _input_fingerprint(store: RunStore, stage: str, input_path: str | None) -> str:
+    if stage == "curate":
+        p = Path(input_path or "")
+        h = hashlib.sha256(str(p.resolve()).encode())
+        files = sorted(p.rglob("*")) if p.is_dir() else [p]
+        for f in files:
+            if f.is_file():
+                st = f.stat()
+                h.update(f"{f}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return h.hexdigest()
+    if not store.has_table(_INPUT[stage]):
+        return "missing"
+    return store._table_stats(_INPUT[stage])["sha256"]
+
+
+def stage_cache_key(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> str:
+    """Cache key of one stage (a missing output table forces a refresh, see ``spine_flow``)."""
+    store = RunStore(run_dir)
+    cfg = MTRConfig.model_validate(config)
+    parts = [stage, store.path, cfg.stage_hash(*_SECTIONS[stage]), _input_fingerprint(store, stage, input_path),
+             code_version(stage)]
+    if stage == "cluster":
+        parts.append(str(store.has_table("topics")))
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _key_fn(stage: str):
+    def fn(context, parameters: dict[str, Any]) -> str:
+        return stage_cache_key(stage, parameters["run_dir"], parameters["config"], parameters.get("input_path"))
+    return fn
+
+
+def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> dict:
+    store = RunStore(run_dir).ensure()
+    cfg = MTRConfig.model_validate(config)
+    logger = get_run_logger()
+    if stage == "curate":
+        summary = stages.curate(store, input_path, cfg, progress=report)
+    elif stage == "chunk":
+        summary = stages.chunk(store, cfg, progress=report)
+    elif stage == "embed":
+        summary = cstages.embed(store, cfg, progress=report)
+    else:
+        summary = cstages.cluster(store, cfg, progress=report)
+    store.write_manifest(stages={stage: {"summary": summary, "code_version": code_version(stage)}})
+    logger.info("%s done: %s", stage, json.dumps(summary, default=str))
+    return summary
+
+
+
+
+def _name(stage: str):
+    def fn():
+        from prefect.runtime import task_run
+        p = task_run.parameters
+        return f"{stage}[{Path(p['run_dir']).name}]"
+    return fn
+
+
+curate_task = task(name="curate", cache_key_fn=_key_fn("curate"), persist_result=True, task_run_name=_name("curate"),
+                   tags=["mtr", "stage:curate"])(lambda run_dir, config, input_path=None:
+                                                  _run_stage("curate", run_dir, config, input_path))
+chunk_task = task(name="chunk", cache_key_fn=_key_fn("chunk"), persist_result=True, task_run_name=_name("chunk"),
+                  tags=["mtr", "stage:chunk"])(lambda run_dir, config: _run_stage("chunk", run_dir, config))
+embed_task = task(name="embed", cache_key_fn=_key_fn("embed"), persist_result=True, task_run_name=_name("embed"),
+                  tags=["mtr", "stage:embed"])(lambda run_dir, config: _run_stage("embed", run_dir, config))
+cluster_task = task(name="cluster", cache_key_fn=_key_fn("cluster"), persist_result=True,
+                    task_run_name=_name("cluster"), tags=["mtr", "stage:cluster"])(
+    lambda run_dir, config: _run_stage("cluster", run_dir, config))
+TASKS = {"curate": curate_task, "chunk": chunk_task, "embed": embed_task, "cluster": cluster_task}
+
+
+@contextmanager
+def prefect_run_settings(run_dir: str):
+    """Persist task results inside the run; no heartbeat thread cost on short flows."""
+    from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,
+                                  temporary_settings)
+    storage = Path(run_dir) / "cache" / "prefect"
+    storage.mkdir(parents=True, exist_ok=True)
+    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: storage,
+                                     PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield
+
+
+
+@flow(name="mtr-spine", flow_run_name="spine-{run_name}", log_prints=False)
+def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path: str | None = None,
+               run_name: str = "") -> dict:
+    """Run the requested spine stages in order on one run directory."""
+    results: dict[str, Any] = {}
+    for stage in STAGES:
+        if stage not in stages_to_run:
+            continue
+        store = RunStore(run_dir)
+        # A stage whose output table is gone must run even when its key is cached.
+        t = TASKS[stage].with_options(refresh_cache=not store.has_table(_OUTPUT[stage]))
+        if stage == "curate":
+            state = t(run_dir=run_dir, config=config, input_path=input_path, return_state=True)
+        else:
+            state = t(run_dir=run_dir, config=config, return_state=True)
+        summary = state.result()
+        results[stage] = {"summary": summary, "cached": state.name == "Cached"}
+    try:
+        create_markdown_artifact(key=f"spine-{_slug(Path(run_dir).name)}", markdown=summary_markdown(run_dir, results),
+                                 description="MTR-Suite spine summary")
+    except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
+        pass
+    return results
+
+
+def _slug(s: str) -> str:
+    return "".join(ch if ch.isalnum() else "-" for ch in s.lower()).strip("-")[:60] or "run"
+
+
+def summary_markdown(run_dir: str, results: dict) -> str:
+    lines = [f"# MTR-Suite run `{Path(run_dir).name}`", "", f"Artifacts: `{run_dir}`", "",
+             "| stage | cached | summary |", "|---|---|---|"]
+    for stage, r in results.items():
+        s = ", ".join(f"{k}={v}" for k, v in r["summary"].items() if not isinstance(v, dict))
+        lines.append(f"| {stage} | {r['cached']} | {s} |")
+    return "\n".join(lines)
+
+
+def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
+    """Run the spine flow (ephemeral Prefect unless PREFECT_API_URL is set)."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    store = RunStore(run_dir).ensure()
+    store.write_manifest(config=cfg.model_dump(mode="json"),
+                         **({"input": str(Path(input_path).resolve())} if input_path else {}))
+    with prefect_run_settings(store.path):
+        return spine_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
+                          input_path=str(Path(input_path).resolve()) if input_path else None,
+                          run_name=Path(store.path).name)
