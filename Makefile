@@ -17,7 +17,6 @@ $(PY):
 
 # torch first (exact pin: the CPU wheel), then the project with its pinned dependencies.
 $(STAMP): $(PY) pyproject.toml
-	$(PIP) install --quiet --upgrade "pip>=23.2"
 	$(PIP) install --quiet "torch==2.13.0"
 	$(PIP) install --quiet -e ".[dev]"
 	@touch $(STAMP)

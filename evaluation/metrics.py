@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
@@ -161,9 +162,9 @@ class EvalResult:
     def n_queries(self) -> int:
         return len(self.qids)
 
-    @property
+    @cached_property
     def per_query(self) -> dict[str, dict[str, float]]:
-        """pytrec_eval-shaped ``{qid: {measure: value}}``."""
+        """pytrec_eval-shaped ``{qid: {measure: value}}`` (built once; do not mutate)."""
         return {qid: dict(zip(self.measures, map(float, row))) for qid, row in zip(self.qids, self.values)}
 
     def column(self, measure: str) -> np.ndarray:

@@ -6,9 +6,11 @@ no stemming, no stopwords; query tokens count with multiplicity (a word twice in
 scores twice). Lucene scoring: ``idf = ln(1 + (N - df + 0.5) / (df + 0.5))`` times
 ``tf / (tf + k1 * (1 - b + b * dl / avgdl))``.
 
-Only documents sharing at least one token with the query are returned (score > 0), so a
-query with no known tokens gives an empty list; ties at the cut-off follow trec_eval
-(doc id descending).
+Only documents with a positive score are returned (with ``lucene``, whose idf is always
+positive: the documents sharing at least one token with the query; ``robertson``/``atire``
+can give a term idf 0), so a query with no known tokens gives an empty list, not an error;
+``bm25l``/``bm25+`` add a non-occurrence score to every document. Ties at the cut-off follow
+trec_eval (doc id descending).
 
 Index persistence: with ``index_dir`` set, the index is stored in
 ``<index_dir>/<key>`` where ``key`` hashes the corpus (ids and texts) and every scoring /
@@ -116,6 +118,8 @@ class BM25Retriever:
         method: bm25s scoring variant: ``lucene`` (default), ``robertson``, ``atire``,
             ``bm25l``, ``bm25+``.
         k1, b, delta: BM25 parameters (``delta`` only for bm25l / bm25+).
+        idf_method: bm25s idf variant when it differs from ``method`` (e.g. ``method="atire",
+            idf_method="robertson"`` is rank_bm25's ``BM25Okapi`` for positive idfs).
         tokenizer: a :class:`BM25Tokenizer` (default: the orientation tokenizer), or None.
         stemmer, stopwords: shortcuts building the tokenizer (``stemmer="english"``,
             ``stopwords="en"``); only when ``tokenizer`` is not given.
@@ -130,17 +134,20 @@ class BM25Retriever:
     name = "bm25"
 
     def __init__(self, method: str = "lucene", k1: float = 1.2, b: float = 0.75, delta: float = 0.5,
+                 idf_method: str | None = None,
                  tokenizer: BM25Tokenizer | None = None, stemmer: str | None = None,
                  stopwords: str | Iterable[str] | None = None, index_dir: str | os.PathLike | None = None,
                  n_threads: int | None = None, dtype: str = "float32", mmap: bool = False):
-        if method not in ("lucene", "robertson", "atire", "bm25l", "bm25+"):
-            raise RetrievalError(f"unknown BM25 method {method!r}")
+        for m in (method, idf_method or method):
+            if m not in ("lucene", "robertson", "atire", "bm25l", "bm25+"):
+                raise RetrievalError(f"unknown BM25 method {m!r}")
         if tokenizer is None:
             sw = stopwords if stopwords is None or isinstance(stopwords, str) else tuple(stopwords)
             tokenizer = BM25Tokenizer(stopwords=sw, stemmer=stemmer)
         elif stemmer is not None or stopwords is not None:
             raise RetrievalError("pass either tokenizer= or stemmer=/stopwords=, not both")
         self.method, self.k1, self.b, self.delta = method, float(k1), float(b), float(delta)
+        self.idf_method = idf_method if idf_method and idf_method != method else None
         self.tokenizer = tokenizer
         self.index_dir = Path(index_dir) if index_dir is not None else None
         self.n_threads = n_threads
@@ -158,6 +165,8 @@ class BM25Retriever:
              "tokenizer": self.tokenizer.config()}
         if self.method in ("bm25l", "bm25+"):
             p["delta"] = self.delta
+        if self.idf_method:
+            p["idf_method"] = self.idf_method
         return p
 
     def describe(self) -> dict:
@@ -194,7 +203,8 @@ class BM25Retriever:
             corpus_ids.append([setdef(w, len(vocab)) for w in tok(t)])
         if not vocab:
             raise RetrievalError("the corpus has no tokens at all")
-        model = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method, dtype=self.dtype)
+        model = bm25s.BM25(k1=self.k1, b=self.b, delta=self.delta, method=self.method,
+                           idf_method=self.idf_method, dtype=self.dtype)
         model.index((corpus_ids, vocab), create_empty_token=False, show_progress=show_progress)
         self._set(model, ids)
 
@@ -247,6 +257,7 @@ class BM25Retriever:
         if meta.get("format") != INDEX_FORMAT:
             raise RetrievalError(f"{path}: index format {meta.get('format')} != {INDEX_FORMAT}")
         self = cls(method=meta["method"], k1=meta["k1"], b=meta["b"], delta=meta.get("delta", 0.5),
+                   idf_method=meta.get("idf_method"),
                    tokenizer=BM25Tokenizer.from_config(meta["tokenizer"]), n_threads=n_threads,
                    dtype=meta["dtype"], mmap=mmap)
         self._load_dir(path)

@@ -695,7 +695,8 @@ def write_per_query_jsonl(per_query: Mapping[str, Mapping[str, float]], path: Pa
     """Write per-query metric values as JSON lines, one object per query, in mapping order.
 
     Args:
-        per_query: ``{qid: {metric: value}}``.
+        per_query: ``{qid: {metric: value}}`` (numpy scalars are converted; other JSON values
+            such as booleans are written as they are).
         path: output file (``.gz`` writes gzip); parents are created.
         key: name of the id field.
         extra: constant fields added to every line (e.g. ``{"missing": "zero"}``).
@@ -709,7 +710,8 @@ def write_per_query_jsonl(per_query: Mapping[str, Mapping[str, float]], path: Pa
     try:
         with open_text(tmp, "wt") as f:
             for qid, values in per_query.items():
-                row = {key: qid, **(extra or {}), **{k: float(v) for k, v in values.items()}}
+                row = {key: qid, **(extra or {}),
+                       **{k: v.item() if hasattr(v, "item") else v for k, v in values.items()}}
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
         os.replace(tmp, out)
     finally:

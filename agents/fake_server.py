@@ -1,0 +1,417 @@
+"""A scriptable fake OpenAI-compatible server (real sockets, stdlib ``http.server``).
+
+Used by the tests (``tests/agents/conftest.py``), the benchmark and ``mtr fake-llm``, so
+every LLM path can be tried without an endpoint. It serves ``POST /v1/chat/completions``
+and ``GET /v1/models`` on 127.0.0.1.
+
+Unscripted requests get an automatic answer: with ``response_format`` ``json_schema`` (or a
+schema embedded in the prompt by a client in text mode) an object built from the schema;
+otherwise a short text. Usage counts are chars/4 estimates; logprobs are returned when
+asked. Scripted replies (:class:`Reply`) are consumed in order, either for any request
+(:meth:`FakeLLMServer.script`) or for requests whose messages contain a string
+(:meth:`FakeLLMServer.on`, checked first)::
+
+    with FakeLLMServer() as srv:
+        srv.script(Reply.text("{not json"), Reply.json({"answer": "ok"}))   # malformed, then good
+        srv.script(Reply.status(429, retry_after=0.05), Reply.auto())       # rate limit, then auto
+        srv.on("slow question", Reply.hang(5))                             # past the client timeout
+        srv.script(Reply.refusal("I can't help with that."), Reply.status(500))
+        client = openai.OpenAI(base_url=srv.base_url, api_key="x")
+
+Server-wide behaviour: ``latency`` (seconds added to every request), ``json_schema``
+(``honour`` | ``reject`` with HTTP 400 | ``ignore``), ``logprobs`` (``honour`` | ``reject`` |
+``ignore``), ``api_key`` (when set, other keys get a 401 that echoes the key sent, as some
+servers do). ``requests`` records each request (body, headers); ``max_in_flight`` is the
+highest number of requests being handled at once.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+
+Mode = Literal["honour", "reject", "ignore"]
+
+
+@dataclass
+class Reply:
+    """One scripted answer (build with the class methods)."""
+
+    kind: Literal["auto", "content", "status", "hang", "refusal"] = "auto"
+    content: str | None = None
+    status: int = 200
+    message: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    usage: tuple[int, int] | None = None
+    logprobs: list[tuple[str, float, list[tuple[str, float]]]] | None = None
+    finish_reason: str = "stop"
+    omit_usage: bool = False
+
+    @classmethod
+    def auto(cls, **kw: Any) -> "Reply":
+        return cls("auto", **kw)
+
+    @classmethod
+    def json(cls, obj: Any, **kw: Any) -> "Reply":
+        return cls("content", content=json.dumps(obj), **kw)
+
+    @classmethod
+    def text(cls, text: str, **kw: Any) -> "Reply":
+        return cls("content", content=text, **kw)
+
+    @classmethod
+    def status(cls, code: int, message: str = "", *, retry_after: float | str | None = None,
+               headers: dict[str, str] | None = None, **kw: Any) -> "Reply":
+        h = dict(headers or {})
+        if retry_after is not None:
+            h["Retry-After"] = str(retry_after)
+        return cls("status", status=code, message=message or f"fake error {code}", headers=h, **kw)
+
+    @classmethod
+    def hang(cls, seconds: float, **kw: Any) -> "Reply":
+        return cls("hang", delay=seconds, **kw)
+
+    @classmethod
+    def refusal(cls, text: str = "I'm sorry, I can't help with that.", **kw: Any) -> "Reply":
+        return cls("refusal", content=text, **kw)
+
+
+@dataclass
+class RecordedRequest:
+    body: dict[str, Any]
+    headers: dict[str, str]
+    at: float
+
+    @property
+    def text(self) -> str:
+        return "\n".join(str(m.get("content", "")) for m in self.body.get("messages", []))
+
+
+def _estimate(text: str) -> int:
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+_SCHEMA_MARK = re.compile(r"JSON schema[^\n]*:\s*\n", re.I)
+
+
+def value_from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "value",
+                      seed: str = "") -> Any:
+    """A deterministic instance of a (Pydantic-generated) JSON schema."""
+    root = root or schema
+    if "$ref" in schema:
+        ref = schema["$ref"].split("/")[-1]
+        return value_from_schema(root.get("$defs", {}).get(ref, {}), root, name, seed)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "default" in schema and schema.get("type") != "object":
+        return schema["default"]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            opts = [o for o in schema[key] if o.get("type") != "null"] or schema[key]
+            return value_from_schema(opts[0], root, name, seed)
+    t = schema.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t == "object" or "properties" in schema:
+        props = schema.get("properties", {})
+        return {k: value_from_schema(v, root, k, seed) for k, v in props.items()}
+    if t == "array":
+        n = max(1, int(schema.get("minItems", 1)))
+        return [value_from_schema(schema.get("items", {}), root, name, seed) for _ in range(n)]
+    if t == "integer":
+        return int(schema.get("minimum", 1))
+    if t == "number":
+        return float(schema.get("minimum", 0.5))
+    if t == "boolean":
+        return True
+    if t == "null":
+        return None
+    return f"fake {name} {seed}".strip()
+
+
+class FakeLLMServer:
+    """See module docstring. ``with FakeLLMServer() as srv:`` starts it on a free port."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, latency: float = 0.0,
+                 json_schema: Mode = "honour", logprobs: Mode = "honour", api_key: str | None = None,
+                 model: str = "fake-model") -> None:
+        self.host, self.port = host, port
+        self.latency = latency
+        self.json_schema = json_schema
+        self.logprobs_mode = logprobs
+        self.api_key = api_key
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._script: deque[Reply] = deque()
+        self._rules: list[tuple[str, deque[Reply]]] = []
+        self._stop = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- scripting ------------------------------------------------------------------------
+    def script(self, *replies: Reply) -> "FakeLLMServer":
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    def on(self, contains: str, *replies: Reply) -> "FakeLLMServer":
+        with self._lock:
+            self._rules.append((contains, deque(replies)))
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self._rules.clear()
+            self.requests.clear()
+            self.max_in_flight = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.requests)
+
+    def _next_reply(self, text: str) -> Reply:
+        with self._lock:
+            for contains, q in self._rules:
+                if q and contains in text:
+                    return q.popleft()
+            if self._script:
+                return self._script.popleft()
+        return Reply.auto()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def start(self) -> "FakeLLMServer":
+        server = self
+
+        class Handler(_Handler):
+            fake = server
+
+        httpd = ThreadingHTTPServer((self.host, self.port), Handler)
+        httpd.daemon_threads = True
+        httpd.block_on_close = False
+        self._httpd = httpd
+        self.port = httpd.server_address[1]
+        self._stop.clear()
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name=f"fake-llm-{self.port}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> "FakeLLMServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def wait(self, seconds: float) -> None:
+        """Sleep that returns early when the server stops."""
+        if seconds > 0:
+            self._stop.wait(seconds)
+
+    # -- answering ------------------------------------------------------------------------
+    def handle(self, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], dict[str, Any]]:
+        rec = RecordedRequest(body, headers, time.time())
+        with self._lock:
+            self.requests.append(rec)
+        if self.api_key is not None:
+            auth = headers.get("authorization", "")
+            if auth != f"Bearer {self.api_key}":
+                sent = auth.removeprefix("Bearer ")
+                return 401, {}, _error(f"Incorrect API key provided: {sent}.", "invalid_request_error",
+                                       "invalid_api_key")
+        rf = body.get("response_format") or {}
+        if rf.get("type") == "json_schema" and self.json_schema == "reject":
+            return 400, {}, _error("response_format json_schema is not supported by this server",
+                                   "invalid_request_error", None)
+        if body.get("logprobs") and self.logprobs_mode == "reject":
+            return 400, {}, _error("logprobs are not supported by this model", "invalid_request_error", None)
+        self.wait(self.latency)
+        reply = self._next_reply(rec.text)
+        if reply.kind == "hang":
+            self.wait(reply.delay)
+            reply = Reply.auto()
+        elif reply.delay:
+            self.wait(reply.delay)
+        if reply.kind == "status":
+            return reply.status, reply.headers, _error(reply.message, "server_error" if reply.status >= 500
+                                                       else "invalid_request_error", None)
+        return 200, reply.headers, self._completion(body, reply, rec.text)
+
+    def _completion(self, body: dict[str, Any], reply: Reply, prompt_text: str) -> dict[str, Any]:
+        content: str | None
+        refusal = None
+        if reply.kind == "refusal":
+            content, refusal = None, reply.content
+        elif reply.kind == "content":
+            content = reply.content
+        else:
+            content = self._auto_content(body, prompt_text)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if refusal is not None:
+            message["refusal"] = refusal
+        choice: dict[str, Any] = {"index": 0, "message": message, "finish_reason": reply.finish_reason}
+        if body.get("logprobs") and self.logprobs_mode == "honour":
+            choice["logprobs"] = {"content": self._logprobs(content or refusal or "", reply,
+                                                            int(body.get("top_logprobs") or 0))}
+        out: dict[str, Any] = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion",
+                               "created": int(time.time()), "model": body.get("model") or self.model,
+                               "choices": [choice]}
+        if not reply.omit_usage:
+            p, c = reply.usage or (_estimate(prompt_text), _estimate(content or refusal or ""))
+            out["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+        return out
+
+    def _auto_content(self, body: dict[str, Any], prompt_text: str) -> str:
+        seed = hashlib.sha256(prompt_text.encode()).hexdigest()[:6]
+        rf = body.get("response_format") or {}
+        schema = None
+        if rf.get("type") == "json_schema" and self.json_schema == "honour":
+            schema = (rf.get("json_schema") or {}).get("schema") or {}
+        else:
+            m = None
+            for m in _SCHEMA_MARK.finditer(prompt_text):
+                pass
+            if m is not None:
+                try:
+                    schema, _ = json.JSONDecoder().raw_decode(prompt_text, m.end())
+                except ValueError:
+                    schema = None
+            if schema is not None:   # a server without structured outputs: chatty JSON
+                return "Sure! Here is the JSON:\n```json\n" + json.dumps(value_from_schema(schema, seed=seed)) + "\n```"
+        if schema is not None:
+            return json.dumps(value_from_schema(schema, seed=seed))
+        if rf.get("type") == "json_object":
+            return json.dumps({"answer": f"fake answer {seed}"})
+        last = ""
+        for m in body.get("messages", []):
+            if m.get("role") == "user":
+                last = str(m.get("content", ""))
+        return f"fake answer {seed} to: {last[:80]}"
+
+    def _logprobs(self, content: str, reply: Reply, top: int) -> list[dict[str, Any]]:
+        if reply.logprobs is not None:
+            return [{"token": t, "logprob": lp, "bytes": None,
+                     "top_logprobs": [{"token": a, "logprob": b, "bytes": None} for a, b in alts[:top or len(alts)]]}
+                    for t, lp, alts in reply.logprobs]
+        toks = re.findall(r"\s*\S+", content) or [content]
+        return [{"token": t, "logprob": -0.05, "bytes": None,
+                 "top_logprobs": [{"token": t, "logprob": -0.05, "bytes": None},
+                                  {"token": " alt", "logprob": -3.0, "bytes": None}][:top]}
+                for t in toks]
+
+
+def _error(message: str, typ: str, code: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": typ, "param": None, "code": code}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeLLMServer
+    protocol_version = "HTTP/1.1"
+    server_version = "FakeLLM/1.0"
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence access log
+        pass
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+            self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model",
+                                                         "created": 0, "owned_by": "fake"}]})
+        else:
+            self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send(400, _error("request body is not JSON", "invalid_request_error", None))
+            return
+        fake = self.fake
+        with fake._lock:
+            fake.in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+        try:
+            status, headers, payload = fake.handle(body, {k.lower(): v for k, v in self.headers.items()})
+        finally:
+            with fake._lock:
+                fake.in_flight -= 1
+        self._send(status, payload, headers)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m agents.fake_server [--host H] [--port P] [--latency S]`` (until Ctrl-C)."""
+    ap = argparse.ArgumentParser(description="Fake OpenAI-compatible server for MTR-Suite")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=8089)
+    ap.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    ap.add_argument("--json-schema", choices=["honour", "reject", "ignore"], default="honour")
+    ap.add_argument("--logprobs", choices=["honour", "reject", "ignore"], default="honour")
+    a = ap.parse_args(argv)
+    serve(a.host, a.port, latency=a.latency, json_schema=a.json_schema, logprobs=a.logprobs)
+
+
+def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "honour",
+          logprobs: Mode = "honour", out: Any = None) -> None:
+    """Run a server in the foreground until Ctrl-C / SIGTERM."""
+    out = out or sys.stdout
+    srv = FakeLLMServer(host, port, latency=latency, json_schema=json_schema, logprobs=logprobs).start()
+    print(f"fake OpenAI-compatible server listening on {srv.base_url} "
+          f"(latency {latency * 1000:.0f} ms); Ctrl-C to stop", file=out, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+        print(f"served {srv.count} requests", file=out, flush=True)
+
+
+if __name__ == "__main__":
+    main()

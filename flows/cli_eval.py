@@ -1,0 +1,122 @@
+"""``mtr evaluate``: score retrieval runs.
+
+Modes (chosen by which options are given):
+
+* ``--run RUN.trec --qrels QRELS.tsv [--per-query OUT.jsonl]``: score an existing TREC run
+  file, like trec_eval (no Prefect).
+* ``--benchmark PATH --retriever NAME ... --query-mode MODE``: run retrievers on a benchmark
+  (not wired yet: the command refuses it with a clear message).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from flows.errors import UserError
+
+
+def _print_summary(summary) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from evaluation.metrics import FAMILY_LABELS, parse_measure
+
+    result = summary.result
+    means = summary.means
+    ks: list[int] = []
+    families: list[str] = []
+    uncut = False
+    for m in result.measures:
+        fam, k = parse_measure(m)
+        if fam not in families:
+            families.append(fam)
+        if k is None:
+            uncut = True
+        elif k not in ks:
+            ks.append(k)
+    ks.sort()
+    table = Table(title=f"{summary.run_path.name} vs {summary.qrels_path.name}",
+                  caption=f"{result.n_queries} queries. {result.policy_note()}")
+    table.add_column("measure", style="bold")
+    cols: list[int | None] = list(ks) + ([None] if uncut else [])
+    for k in cols:
+        table.add_column(f"@{k}" if k is not None else "no cut", justify="right")
+    for fam in families:
+        cells = []
+        for k in cols:
+            name = fam if k is None and fam == "recip_rank" else (f"{fam}_{k}" if k is not None else None)
+            cells.append(f"{means[name]:.4f}" if name in means else "")
+        table.add_row(FAMILY_LABELS[fam], *cells)
+    console = Console()
+    console.print(table)
+    if summary.per_query_path:
+        console.print(f"per-query values: {summary.per_query_path}")
+
+
+def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, metrics: list[str],
+                       ks: list[int], missing: str) -> None:
+    from evaluation.score import score_run_files
+    from storage.formats import FormatError
+
+    if qrels is None:
+        raise UserError("--run needs --qrels QRELS.tsv (the relevance judgments to score against)")
+    for label, path in (("run", run), ("qrels", qrels)):
+        if not path.is_file():
+            raise UserError(f"{label} file {path} does not exist")
+    try:
+        summary = score_run_files(run, qrels, metrics=metrics or _default_metrics(),
+                                  ks=ks or _default_ks(), missing=missing, per_query_out=per_query)
+    except FormatError as exc:
+        raise UserError(str(exc)) from exc
+    except ValueError as exc:
+        raise UserError(str(exc)) from exc
+    _print_summary(summary)
+
+
+def _default_metrics() -> tuple[str, ...]:
+    from evaluation.metrics import DEFAULT_METRICS
+    return DEFAULT_METRICS
+
+
+def _default_ks() -> tuple[int, ...]:
+    from evaluation.metrics import DEFAULT_KS
+    return DEFAULT_KS
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``evaluate`` command to ``app``."""
+
+    @app.command("evaluate")
+    def evaluate_cmd(
+        run: Optional[Path] = typer.Option(None, "--run", help="TREC run file to score (qid Q0 doc rank score tag)."),
+        qrels: Optional[Path] = typer.Option(None, "--qrels", help="Qrels: TREC (qid 0 doc grade) or BEIR TSV."),
+        per_query: Optional[Path] = typer.Option(None, "--per-query",
+                                                 help="Write per-query values (pytrec_eval names) as JSON lines."),
+        metric: list[str] = typer.Option([], "--metric", "-m",
+                                         help="Measure family (recall, ndcg_cut, mrr, P) or name (ndcg_cut_5, "
+                                              "recip_rank); repeatable. Default: recall, ndcg_cut, mrr, P."),
+        k: list[int] = typer.Option([], "--k", "-k", help="Cutoff for the families; repeatable. Default: 1 3 5 10 20."),
+        missing: str = typer.Option("zero", "--missing",
+                                    help="Qrels queries absent from the run: 'zero' (score 0, keep in means) "
+                                         "or 'skip' (leave out, like pytrec_eval)."),
+        benchmark: Optional[Path] = typer.Option(None, "--benchmark", help="Benchmark folder to run retrievers on."),
+        retriever: list[str] = typer.Option([], "--retriever", help="Retriever to evaluate on --benchmark; repeatable."),
+        query_mode: Optional[str] = typer.Option(None, "--query-mode",
+                                                 help="Conversational query builder for --benchmark."),
+    ) -> None:
+        """Score a run file against qrels (trec_eval semantics), or evaluate retrievers on a benchmark."""
+        if missing not in ("zero", "skip"):
+            raise UserError(f"--missing must be 'zero' or 'skip', got {missing!r}")
+        if run is not None and benchmark is not None:
+            raise UserError("use either --run/--qrels (score a run file) or --benchmark (run retrievers), not both")
+        if run is not None:
+            if retriever or query_mode:
+                raise UserError("--retriever and --query-mode belong to --benchmark mode, not to --run")
+            _evaluate_run_file(run, qrels, per_query, metric, k, missing)
+            return
+        if benchmark is not None:
+            raise UserError("--benchmark mode is not available in this version; score an existing run file "
+                            "with --run RUN.trec --qrels QRELS.tsv")
+        raise UserError("nothing to evaluate: give --run RUN.trec --qrels QRELS.tsv")

@@ -1,0 +1,51 @@
+"""Integration: the spine flow on the bundled example corpus, then the quick CLI commands."""
+from pathlib import Path
+
+import pyarrow.compute as pc
+from typer.testing import CliRunner
+
+from flows.cli import app
+from flows.config import load_config
+from flows.pipeline import run_spine
+from storage.store import RunStore
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_demo_spine_then_cached_rerun(tmp_path, prefect_harness):
+    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path),
+                                               "embed.cache_dir": str(tmp_path / "emb")})
+    run_dir = tmp_path / "demo"
+    stages = ["curate", "chunk", "embed", "cluster"]
+    first = run_spine(str(run_dir), cfg, stages, str(EXAMPLES / "wiki"))
+    assert not any(r["cached"] for r in first.values())
+    store = RunStore(str(run_dir))
+    docs = store.read_table("documents")
+    chunks = store.read_table("chunks")
+    clusters = store.read_table("clusters")
+    assert docs.num_rows == 12
+    assert not any("List of related articles" in t for t in docs.column("text").to_pylist())  # boilerplate cut
+    assert set(clusters.column("chunk_id").to_pylist()) == set(chunks.column("chunk_id").to_pylist())
+    assert clusters.num_rows == chunks.num_rows                                       # no chunk lost
+    sizes = pc.value_counts(clusters.column("cluster_id")).field("counts").to_pylist()
+    assert max(sizes) <= 16
+    assert first["cluster"]["summary"]["topics"] >= 6
+    man = store.read_manifest()
+    assert man["config"]["chunk"]["max_size"] == 2048 and "prefect" in man["packages"]
+    assert man["tables"]["chunks"]["rows"] == chunks.num_rows
+
+    second = run_spine(str(run_dir), cfg, stages, str(EXAMPLES / "wiki"))
+    assert all(r["cached"] for r in second.values())
+    assert second["embed"]["summary"] == first["embed"]["summary"]
+
+    # a different run over the same corpus embeds nothing new (shared content-hash cache)
+    third = run_spine(str(tmp_path / "other"), cfg, ["curate", "chunk", "embed"], str(EXAMPLES / "wiki"))
+    assert third["embed"]["summary"]["newly_embedded"] == 0
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["runs", "list", "--root", str(tmp_path)])
+    assert res.exit_code == 0 and "demo" in res.output
+    res = runner.invoke(app, ["query", str(run_dir), "SELECT count(*) AS n FROM chunks"])
+    assert res.exit_code == 0 and str(chunks.num_rows) in res.output
+    res = runner.invoke(app, ["query", str(run_dir), "DROP VIEW chunks"])
+    assert res.exit_code != 0
