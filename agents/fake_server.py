@@ -205,9 +205,7 @@ class FakeLLMServer:
         class Handler(_Handler):
             fake = server
 
-        httpd = ThreadingHTTPServer((self.host, self.port), Handler)
-        httpd.daemon_threads = True
-        httpd.block_on_close = False
+        httpd = _Server((self.host, self.port), Handler)
         self._httpd = httpd
         self.port = httpd.server_address[1]
         self._stop.clear()
@@ -333,6 +331,18 @@ def _error(message: str, typ: str, code: str | None) -> dict[str, Any]:
     return {"error": {"message": message, "type": typ, "param": None, "code": code}}
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    request_queue_size = 256
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            return   # a client went away (timeout, killed process): not the server's problem
+        super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeLLMServer
     protocol_version = "HTTP/1.1"
@@ -364,6 +374,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if len(raw) < length:          # the client went away mid-request
+            self.close_connection = True
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
             return

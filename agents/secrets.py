@@ -53,33 +53,46 @@ def scrub(text: object) -> str:
     return _KEY_SHAPES.sub(MASK, s)
 
 
+def scrub_record(record: logging.LogRecord) -> logging.LogRecord:
+    """Mask secrets in a log record's message (and pre-format a scrubbed traceback)."""
+    try:
+        msg = record.getMessage()
+    except Exception:  # pragma: no cover - a broken record is not ours to fix
+        return record
+    clean = scrub(msg)
+    if clean != msg:
+        record.msg, record.args = clean, None
+    if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+        record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
+    return record
+
+
 class ScrubFilter(logging.Filter):
-    """A logging filter that masks secrets in the formatted message of each record."""
+    """A logging filter that masks secrets (for handlers configured elsewhere)."""
 
     def filter(self, record: logging.LogRecord) -> bool:  # noqa: A003
-        try:
-            msg = record.getMessage()
-        except Exception:  # pragma: no cover - a broken record is not ours to fix
-            return True
-        clean = scrub(msg)
-        if clean != msg or record.args:
-            record.msg, record.args = clean, None
-        if record.exc_info and record.exc_info[1] is not None:
-            # tracebacks are formatted later from exc_info; keep only a scrubbed text
-            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info))
-            record.exc_info = None
+        scrub_record(record)
         return True
 
 
-_FILTER = ScrubFilter()
 _installed = False
 
 
 def install_log_scrubbing() -> None:
-    """Attach the scrub filter to the loggers the LLM layer and its HTTP stack write to."""
+    """Scrub every log record of the process (any logger, any handler) from now on.
+
+    Implemented as a wrapper of the log-record factory: logger-level filters would miss
+    child loggers (``mtr.agents.client``, ``httpcore2.http11`` ...) and handlers added later.
+    Records below a logger's level are never created, so the cost is paid only by records
+    that are emitted.
+    """
     global _installed
     if _installed:
         return
-    for name in ("mtr.agents", "openai", "httpx2", "httpx", "httpcore"):
-        logging.getLogger(name).addFilter(_FILTER)
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        return scrub_record(previous(*args, **kwargs))
+
+    logging.setLogRecordFactory(factory)
     _installed = True

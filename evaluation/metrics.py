@@ -252,10 +252,7 @@ def evaluate(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[s
         skip.update(missing_qids)
     qids = [q for q in qrels if q not in skip]
 
-    cut = [k for _, k in parsed if k is not None]
-    depth = max(cut, default=1)
-    if any(k is None for _, k in parsed):
-        depth = max(depth, max((len(run.get(q) or ()) for q in qids), default=1))
+    depth = max((k for _, k in parsed if k is not None), default=1)
     ranked = rank_judgments(qrels, run, qids, depth)
     values = np.zeros((len(qids), len(measures)), dtype=np.float64)
     for j, (family, k) in enumerate(parsed):

@@ -27,19 +27,20 @@ class RankedJudgments:
         qids: query ids, one per row.
         grades: ``(n_queries, depth)`` int array; ``grades[i, r]`` is the qrels grade of the
             document at rank ``r + 1`` of query ``i`` (0 when unjudged or past the list end).
-        retrieved: ``(n_queries, depth)`` bool array; True where a document was retrieved.
         ideal: ``(n_queries, depth)`` float array; the query's positive grades sorted
             descending (the ideal ranking), padded with 0.
         num_rel: ``(n_queries,)`` number of relevant documents (grade >= 1) in the qrels.
         num_ret: ``(n_queries,)`` number of documents the run lists for the query (uncut).
+        first_rel_rank: ``(n_queries,)`` rank of the first relevant document in the *whole*
+            ranking (not cut at ``depth``); 0 when no relevant document is retrieved.
     """
 
     qids: tuple[str, ...]
     grades: np.ndarray
-    retrieved: np.ndarray
     ideal: np.ndarray
     num_rel: np.ndarray
     num_ret: np.ndarray
+    first_rel_rank: np.ndarray
 
     @property
     def depth(self) -> int:
@@ -85,10 +86,10 @@ def rank_judgments(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Map
         raise ValueError(f"depth must be >= 1, got {depth}")
     n = len(qids)
     grades = np.zeros((n, depth), dtype=np.int64)
-    retrieved = np.zeros((n, depth), dtype=bool)
     ideal = np.zeros((n, depth), dtype=np.float64)
     num_rel = np.zeros(n, dtype=np.int64)
     num_ret = np.zeros(n, dtype=np.int64)
+    first_rel = np.zeros(n, dtype=np.int64)
     for i, qid in enumerate(qids):
         judged = qrels.get(qid, {})
         positive = sorted((g for g in judged.values() if g >= RELEVANCE_LEVEL), reverse=True)
@@ -99,6 +100,11 @@ def rank_judgments(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Map
             ranked = trec_ranking(docs, depth)
             num_ret[i] = len(docs)
             grades[i, :len(ranked)] = [judged.get(doc_id, 0) for doc_id in ranked]
-            retrieved[i, :len(ranked)] = True
-    return RankedJudgments(qids=tuple(qids), grades=grades, retrieved=retrieved, ideal=ideal,
-                           num_rel=num_rel, num_ret=num_ret)
+            # rank of the best-placed relevant document = 1 + documents ordered before it
+            rel_keys = [(score, doc_id) for doc_id, score in docs.items()
+                        if judged.get(doc_id, 0) >= RELEVANCE_LEVEL]
+            if rel_keys:
+                best = max(rel_keys)
+                first_rel[i] = 1 + sum(1 for doc_id, score in docs.items() if (score, doc_id) > best)
+    return RankedJudgments(qids=tuple(qids), grades=grades, ideal=ideal,
+                           num_rel=num_rel, num_ret=num_ret, first_rel_rank=first_rel)

@@ -14,13 +14,16 @@ from evaluation.ranking import RankedJudgments
 def reciprocal_rank_at_k(ranked: RankedJudgments, k: int | None = None) -> np.ndarray:
     """Reciprocal rank of the first relevant document within the top ``k``.
 
+    Uses :attr:`RankedJudgments.first_rel_rank`, which is computed over the whole ranking,
+    so the uncut measure does not need per-rank arrays as deep as the longest list.
+
     Args:
-        ranked: per-rank grades (depth >= k; for ``k=None`` the depth must cover the longest list).
+        ranked: per-query judgments.
         k: cutoff, or ``None`` for the whole ranking (uncut ``recip_rank``).
 
     Returns:
         ``(n_queries,)`` float array.
     """
-    hit = ranked.relevant(ranked.depth if k is None else k)
-    first = hit.argmax(axis=1)
-    return np.where(hit.any(axis=1), 1.0 / (first + 1.0), 0.0)
+    first = ranked.first_rel_rank
+    found = first > 0 if k is None else (first > 0) & (first <= k)
+    return np.where(found, 1.0 / np.maximum(first, 1), 0.0)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -309,6 +308,12 @@ def significance_table(results: Mapping[str, EvalResult], measure: str, baseline
     return pa.table(rows, schema=SIGNIFICANCE_SCHEMA)
 
 
+def _fmt_p(p: float) -> str:
+    if p is None or math.isnan(p):
+        return "n/a"
+    return "<1e-4" if p < 1e-4 else f"{p:.4g}"
+
+
 def _significance_markdown(table: pa.Table) -> str:
     if table.num_rows == 0:
         return ""
@@ -316,7 +321,7 @@ def _significance_markdown(table: pa.Table) -> str:
              "|---|---|---|---:|---:|---:|---:|"]
     for r in table.to_pylist():
         lines.append(f"| {r['retriever']} | {r['baseline']} | {measure_label(r['measure'])} | "
-                     f"{r['mean_diff']:+.4f} | {r['p_randomization']:.4g} | {_fmt(r['p_t_test'], 4)} | {r['n']} |")
+                     f"{r['mean_diff']:+.4f} | {_fmt_p(r['p_randomization'])} | {_fmt_p(r['p_t_test'])} | {r['n']} |")
     return "\n".join(lines) + "\n"
 
 

@@ -19,6 +19,7 @@ from flows.errors import UserError
 
 def _print_summary(summary) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from evaluation.metrics import FAMILY_LABELS, parse_measure
@@ -37,8 +38,7 @@ def _print_summary(summary) -> None:
         elif k not in ks:
             ks.append(k)
     ks.sort()
-    table = Table(title=f"{summary.run_path.name} vs {summary.qrels_path.name}",
-                  caption=f"{result.n_queries} queries. {result.policy_note()}")
+    table = Table()
     table.add_column("measure", style="bold")
     cols: list[int | None] = list(ks) + ([None] if uncut else [])
     for k in cols:
@@ -50,7 +50,10 @@ def _print_summary(summary) -> None:
             cells.append(f"{means[name]:.4f}" if name in means else "")
         table.add_row(FAMILY_LABELS[fam], *cells)
     console = Console()
+    console.print(f"[bold]{escape(str(summary.run_path))}[/bold] vs [bold]{escape(str(summary.qrels_path))}[/bold]",
+                  highlight=False)
     console.print(table)
+    console.print(f"{result.n_queries} queries scored. {result.policy_note()}")
     if summary.per_query_path:
         console.print(f"per-query values: {summary.per_query_path}")
 
@@ -58,7 +61,6 @@ def _print_summary(summary) -> None:
 def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, metrics: list[str],
                        ks: list[int], missing: str) -> None:
     from evaluation.score import score_run_files
-    from storage.formats import FormatError
 
     if qrels is None:
         raise UserError("--run needs --qrels QRELS.tsv (the relevance judgments to score against)")
@@ -68,9 +70,7 @@ def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, me
     try:
         summary = score_run_files(run, qrels, metrics=metrics or _default_metrics(),
                                   ks=ks or _default_ks(), missing=missing, per_query_out=per_query)
-    except FormatError as exc:
-        raise UserError(str(exc)) from exc
-    except ValueError as exc:
+    except ValueError as exc:  # includes storage.formats.FormatError (file, line, reason)
         raise UserError(str(exc)) from exc
     _print_summary(summary)
 

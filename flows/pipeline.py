@@ -74,8 +74,6 @@ def stage_cache_key(stage: str, run_dir: str, config: dict, input_path: str | No
     cfg = MTRConfig.model_validate(config)
     parts = [stage, store.path, cfg.stage_hash(*_SECTIONS[stage]), _input_fingerprint(store, stage, input_path),
              code_version(stage)]
-    if stage == "cluster":
-        parts.append(str(store.has_table("topics")))
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

@@ -21,6 +21,7 @@ import gzip
 import json
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
@@ -167,6 +168,28 @@ def open_text(path: PathLike, mode: str = "rt"):
     if p.suffix == ".gz":
         return gzip.open(p, mode, encoding="utf-8", newline="" if "w" in mode else None)
     return open(p, mode, encoding="utf-8", newline="" if "w" in mode else None)
+
+
+@contextmanager
+def atomic_text_writer(path: PathLike) -> Iterator[Any]:
+    """Write a UTF-8 text file atomically (temp file + rename); gzip when ``path`` ends in ``.gz``.
+
+    Parents are created. On error the temp file is removed and ``path`` is left untouched.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        if out.suffix == ".gz":
+            with gzip.open(tmp, "wt", encoding="utf-8", newline="") as f:
+                yield f
+        else:
+            with open(tmp, "w", encoding="utf-8", newline="") as f:
+                yield f
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 def iter_lines(path: PathLike) -> Iterator[tuple[int, str]]:
@@ -390,24 +413,17 @@ def write_trec_run(run: Mapping[str, Mapping[str, float]], path: PathLike, tag: 
     """
     _check_id("tag", tag)
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        with open_text(tmp, "wt") as f:
-            for qid, docs in run.items():
-                _check_id("query id", qid)
-                ranked = trec_order(docs)
-                if depth is not None:
-                    ranked = ranked[:depth]
-                for rank, (doc_id, score) in enumerate(ranked, start=1):
-                    _check_id("document id", doc_id)
-                    if math.isnan(score):
-                        raise ValueError(f"score of {doc_id!r} for query {qid!r} is NaN")
-                    f.write(f"{qid} Q0 {doc_id} {rank} {float(score)!r} {tag}\n")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_text_writer(out) as f:
+        for qid, docs in run.items():
+            _check_id("query id", qid)
+            ranked = trec_order(docs)
+            if depth is not None:
+                ranked = ranked[:depth]
+            for rank, (doc_id, score) in enumerate(ranked, start=1):
+                _check_id("document id", doc_id)
+                if math.isnan(score):
+                    raise ValueError(f"score of {doc_id!r} for query {qid!r} is NaN")
+                f.write(f"{qid} Q0 {doc_id} {rank} {float(score)!r} {tag}\n")
     return out
 
 
@@ -418,19 +434,12 @@ def write_trec_qrels(qrels: Mapping[str, Mapping[str, int]], path: PathLike) -> 
         ValueError: an id is empty or contains whitespace.
     """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        with open_text(tmp, "wt") as f:
-            for qid, docs in qrels.items():
-                _check_id("query id", qid)
-                for doc_id, grade in docs.items():
-                    _check_id("document id", doc_id)
-                    f.write(f"{qid}\t0\t{doc_id}\t{int(grade)}\n")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_text_writer(out) as f:
+        for qid, docs in qrels.items():
+            _check_id("query id", qid)
+            for doc_id, grade in docs.items():
+                _check_id("document id", doc_id)
+                f.write(f"{qid}\t0\t{doc_id}\t{int(grade)}\n")
     return out
 
 
@@ -705,16 +714,9 @@ def write_per_query_jsonl(per_query: Mapping[str, Mapping[str, float]], path: Pa
         The written path.
     """
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        with open_text(tmp, "wt") as f:
-            for qid, values in per_query.items():
-                row = {key: qid, **(extra or {}),
-                       **{k: v.item() if hasattr(v, "item") else v for k, v in values.items()}}
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_text_writer(out) as f:
+        for qid, values in per_query.items():
+            row = {key: qid, **(extra or {}),
+                   **{k: v.item() if hasattr(v, "item") else v for k, v in values.items()}}
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return out

@@ -73,6 +73,12 @@ def test_mrr_cut_and_uncut():
     run = {"q": {"a": 9.0, "b": 8.0, "c": 7.0, "rel": 6.0, "e": 5.0}}
     pq = one(qrels, run)["q"]
     assert pq["recip_rank_3"] == 0.0 and pq["recip_rank_5"] == 0.25 and pq["recip_rank"] == 0.25
+    # the uncut measure looks past the deepest cutoff computed
+    shallow = one(qrels, run, metrics=("recip_rank", "recall"), ks=(1,))["q"]
+    assert shallow == {"recip_rank": 0.25, "recall_1": 0.0}
+    # ties: the relevant document loses the tie (doc id "rel" < "zz" descending order)
+    tied = one({"q": {"rel": 1}}, {"q": {"rel": 1.0, "zz": 1.0, "aa": 1.0}}, metrics=("recip_rank",))["q"]
+    assert tied == {"recip_rank": 0.5}
 
 
 def test_negative_grades_are_not_relevant():
