@@ -34,7 +34,7 @@ import httpx2
 from agents.config import EndpointConfig, LLMConfig, RetryConfig
 from agents.errors import LLMConfigError, LLMError, LLMFatalError, LogprobsUnsupported, error_details
 from agents.results import TokenLogprob, Usage
-from agents.secrets import read_secret, scrub
+from agents.secrets import read_secret, scrub, scrub_known
 
 log = logging.getLogger("mtr.agents.client")
 
@@ -273,8 +273,9 @@ class LLMClient:
                              status_code=None, retries=0, latency_s=0.0)
         ch = choices[0]
         msg = ch.message
-        content = getattr(msg, "content", None)
-        refusal = getattr(msg, "refusal", None)
+        # a model echoing a key (prompt injection, a leaky proxy) must not put it on disk
+        content = scrub_known(getattr(msg, "content", None))
+        refusal = scrub_known(getattr(msg, "refusal", None))
         u = getattr(resp, "usage", None)
         if u is not None and u.prompt_tokens is not None:
             usage = Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
@@ -286,7 +287,6 @@ class LLMClient:
             lp = getattr(ch, "logprobs", None)
             items = getattr(lp, "content", None) if lp is not None else None
             if items is None and refusal is None:
-                ep = self.config.endpoints[req.endpoint]
                 raise LogprobsUnsupported(req.endpoint, req.model, "the response carries no logprobs")
             lps = tuple(
                 TokenLogprob(t.token, float(t.logprob),

@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -348,6 +349,12 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "FakeLLM/1.0"
 
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out as separate writes: without TCP_NODELAY, Nagle + delayed
+        # ACKs add ~40 ms to every response
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence access log
         pass
 
@@ -423,7 +430,7 @@ def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "ho
         pass
     finally:
         srv.stop()
-        print(f"served {srv.count} requests", file=out, flush=True)
+        print(f"served {srv.count} chat completion request(s)", file=out, flush=True)
 
 
 if __name__ == "__main__":

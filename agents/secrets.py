@@ -67,6 +67,14 @@ def scrub_record(record: logging.LogRecord) -> logging.LogRecord:
     return record
 
 
+def scrub_known(text: str | None) -> str | None:
+    """Mask registered secrets only (for model outputs: key-shaped text may be legitimate)."""
+    pat = _pattern
+    if text is None or pat is None:
+        return text
+    return pat.sub(MASK, text)
+
+
 class ScrubFilter(logging.Filter):
     """A logging filter that masks secrets (for handlers configured elsewhere)."""
 

@@ -1,0 +1,172 @@
+"""Benchmark of the LLM layer against the fake OpenAI-compatible server.
+
+1. Throughput: calls/s at concurrency 1, 8, 32, 64 with a fixed server latency (default
+   100 ms), against the ideal ``concurrency / latency``. Every call is a cache miss with the
+   full path (request, cache write, ``llm_calls`` row, validation).
+2. Framework overhead per call, in ms: a whole cached call (lookup + validation + row), a
+   miss minus the bare ``openai`` client on a zero-latency server, and the components
+   (cache lookup, cache write with fsync, output validation, accounting row).
+
+The server runs in a separate process so that it does not compete for the GIL.
+
+    .venv/bin/python benchmarks/llm_layer.py                # ~1 min
+    .venv/bin/python benchmarks/llm_layer.py --rounds 2 --levels 1 8 --n-overhead 50   # quick
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import openai  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+from agents.accounting import CallLog, CallRecord, new_call_id  # noqa: E402
+from agents.cache import CallCache, cache_key  # noqa: E402
+from agents.config import CacheConfig, EndpointConfig, LLMConfig  # noqa: E402
+from agents.parsing import parse_output  # noqa: E402
+from agents.session import LLMSession  # noqa: E402
+from agents.steps import LLMStep  # noqa: E402
+from storage.store import RunStore  # noqa: E402
+
+
+class Answer(BaseModel):
+    answer: str
+    confidence: int
+
+
+STEP = LLMStep(name="bench", prompt_version="bench-v1", output_model=Answer,
+               build_messages=lambda x: [{"role": "system", "content": "Answer briefly."},
+                                         {"role": "user", "content": f"Question: {x}"}])
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    p = subprocess.Popen([sys.executable, "-m", "agents.fake_server", "--port", "0", "--latency", str(latency)],
+                         cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    if " on " not in line:
+        p.kill()
+        raise RuntimeError(f"fake server did not start: {line!r}")
+    return p, line.split(" on ")[1].split()[0]
+
+
+def config(url: str, conc: int, cache_dir: str | None) -> LLMConfig:
+    return LLMConfig(endpoints={"fake": EndpointConfig(base_url=url, model="fake-model", max_concurrency=conc)},
+                     max_concurrency=conc,
+                     cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir))
+
+
+async def run_batch(cfg: LLMConfig, xs: list[str], run_dir: str) -> float:
+    async with LLMSession(cfg, store=run_dir) as llm:
+        t0 = time.perf_counter()
+        batch = await llm.map(STEP, xs)
+        dt = time.perf_counter() - t0
+    assert batch.n_ok == len(xs), [r.failure for r in batch.failures][:3]
+    return dt
+
+
+def throughput(url: str, latency: float, levels: list[int], rounds: int, tmp: str) -> list[tuple]:
+    rows = []
+    for c in levels:
+        n = max(c * rounds, 10)
+        xs = [f"tp-{c}-{i}" for i in range(n)]
+        dt = asyncio.run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}"), xs, f"{tmp}/tp-{c}"))
+        ideal = c / latency
+        rows.append((c, n, n / dt, ideal, n / dt / ideal))
+    return rows
+
+
+async def bare_openai(url: str, n: int) -> float:
+    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    rf = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": Answer.model_json_schema()}}
+    t0 = time.perf_counter()
+    for i in range(n):
+        r = await client.chat.completions.create(
+            model="fake-model", messages=STEP.messages(f"bare-{i}"), temperature=0.8, top_p=0.95,
+            response_format=rf)
+        Answer.model_validate_json(r.choices[0].message.content)
+    dt = time.perf_counter() - t0
+    await client.close()
+    return dt / n
+
+
+def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    xs = [f"oh-{i}" for i in range(n)]
+    cfg = config(url0, 1, f"{tmp}/cache-oh")
+    bare = min(asyncio.run(bare_openai(url0, n)) for _ in range(2))
+    miss = asyncio.run(run_batch(cfg, xs, f"{tmp}/oh-miss")) / n
+    hit = asyncio.run(run_batch(cfg, xs, f"{tmp}/oh-hit")) / n
+    out["bare openai client call (0 ms server)"] = bare * 1e3
+    out["layer call, cache miss (0 ms server)"] = miss * 1e3
+    out["  => framework overhead on a miss"] = (miss - bare) * 1e3
+    out["layer call, cache hit (lookup+validate+row)"] = hit * 1e3
+    # components
+    cache = CallCache(f"{tmp}/cache-comp")
+    payload = {"content": '{"answer": "x", "confidence": 1}', "refusal": None, "finish_reason": "stop",
+               "model": "m", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "estimated": False},
+               "logprobs": None}
+    keys = [cache_key(model="m", sampling={"temperature": 0.8}, messages=STEP.messages(f"c{i}"),
+                      schema=STEP.schema, prompt_version="v1") for i in range(n)]
+    t0 = time.perf_counter()
+    for k in keys:
+        cache_key(model="m", sampling={"temperature": 0.8}, messages=STEP.messages("c"), schema=STEP.schema,
+                  prompt_version="v1")
+    out["cache key (sha256 of canonical request)"] = (time.perf_counter() - t0) / n * 1e3
+    t0 = time.perf_counter()
+    for k in keys:
+        cache.put(k, payload)
+    out["cache write (temp+fsync+rename)"] = (time.perf_counter() - t0) / n * 1e3
+    t0 = time.perf_counter()
+    for k in keys:
+        cache.get(k)
+    out["cache lookup (hit)"] = (time.perf_counter() - t0) / n * 1e3
+    t0 = time.perf_counter()
+    for _ in range(n):
+        parse_output(payload["content"], Answer)
+    out["output validation"] = (time.perf_counter() - t0) / n * 1e3
+    log = CallLog(RunStore(f"{tmp}/comp-run"), "r", flush_every=1)
+    t0 = time.perf_counter()
+    for _ in range(n):
+        log.add(CallRecord(call_id=new_call_id(), run_id="r", role="bench", step="bench", endpoint="fake",
+                           model="m", backend="openai", prompt_version="v1", cache_key=keys[0]))
+    out["llm_calls row (1 Parquet part per call)"] = (time.perf_counter() - t0) / n * 1e3
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency-ms", type=float, default=100.0)
+    ap.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 64])
+    ap.add_argument("--rounds", type=int, default=5, help="calls per level = concurrency x rounds")
+    ap.add_argument("--n-overhead", type=int, default=200)
+    a = ap.parse_args(argv)
+    latency = a.latency_ms / 1000.0
+    srv, url = start_server(latency)
+    srv0, url0 = start_server(0.0)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            tp = throughput(url, latency, a.levels, a.rounds, tmp)
+            oh = overhead(url0, a.n_overhead, tmp)
+    finally:
+        for p in (srv, srv0):
+            p.terminate()
+            p.wait(5)
+    print(f"\nThroughput, fake server latency {a.latency_ms:.0f} ms (cache misses, full path)")
+    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'ideal':>8} {'efficiency':>10}")
+    for c, n, cps, ideal, eff in tp:
+        print(f"{c:>11} {n:>6} {cps:>9.1f} {ideal:>8.1f} {eff:>9.0%}")
+    print(f"\nPer-call cost in ms (n={a.n_overhead})")
+    for k, v in oh.items():
+        print(f"  {k:<48} {v:>8.3f}")
+
+
+if __name__ == "__main__":
+    main()

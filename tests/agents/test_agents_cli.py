@@ -1,0 +1,62 @@
+"""``mtr fake-llm`` serves until Ctrl-C; ``mtr llm-calls`` prints totals; the fake server
+itself (schema instances, models route)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import openai
+from typer.testing import CliRunner
+
+from agents.fake_server import value_from_schema
+from agents.session import run_batch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_mtr_fake_llm_serves_the_openai_client_until_ctrl_c():
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "fake-llm", "--port", "0", "--latency-ms", "1"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert "listening on http://127.0.0.1:" in line, p.stderr.read()
+        url = line.split(" on ")[1].split()[0]
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert r.choices[0].message.content.startswith("fake answer") and r.usage.total_tokens > 0
+        models = json.loads(urllib.request.urlopen(url + "/models", timeout=5).read())
+        assert models["data"][0]["id"] == "fake-model"
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=10)
+    assert p.returncode == 0 and "served 1 chat completion request(s)" in out
+
+
+def test_mtr_llm_calls_prints_totals(fake_llm, make_config, qa_step, tmp_path):
+    from flows.cli import app
+    run_batch(make_config(fake_llm), qa_step(), ["a", "b"], store=tmp_path / "run")
+    res = CliRunner().invoke(app, ["llm-calls", str(tmp_path / "run")])
+    assert res.exit_code == 0 and "qa" in res.output and "TOTAL (run)" in res.output
+    res = CliRunner().invoke(app, ["llm-calls", str(tmp_path / "nope")])
+    assert res.exit_code != 0
+
+
+def test_schema_instances_validate():
+    from pydantic import BaseModel
+    from typing import Literal, Optional
+
+    class Inner(BaseModel):
+        tags: list[str]
+        score: float
+
+    class Outer(BaseModel):
+        kind: Literal["a", "b"]
+        inner: Inner
+        maybe: Optional[int] = None
+        items: list[Inner]
+
+    Outer.model_validate(value_from_schema(Outer.model_json_schema()))
