@@ -108,36 +108,55 @@ class CallLog:
         self.flush_every = max(1, flush_every)
         self._buf: list[dict[str, Any]] = []
         self._parts: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()          # buffer, totals, part list
+        self._write_lock = threading.Lock()    # one part writer at a time
         self.totals: dict[str, RoleTotals] = defaultdict(RoleTotals)
 
     def __repr__(self) -> str:
         return f"CallLog(run_id={self.run_id!r}, parts={len(self._parts)})"
 
     def add(self, rec: CallRecord) -> None:
+        """Count ``rec`` and persist it (with ``flush_every=1`` before returning, unless another
+        thread is writing a part right now: that writer picks it up - group commit)."""
         with self._lock:
             self.totals[rec.role].add(rec)
             if self.store is None:
                 return
             self._buf.append(rec.row())
-            if len(self._buf) >= self.flush_every:
-                self._flush_locked()
+            if len(self._buf) < self.flush_every:
+                return
+        self._drain(block=False)
 
     def flush(self) -> None:
-        with self._lock:
-            self._flush_locked()
+        """Write every buffered row now (waits for a concurrent writer)."""
+        self._drain(block=True)
 
-    def _flush_locked(self) -> None:
-        if not self._buf or self.store is None:
+    def _drain(self, *, block: bool) -> None:
+        if self.store is None:
             return
-        table = table_from_rows(self._buf, LLM_CALLS)
-        self._parts.append(self.store.append_part(TABLE, table))
-        self._buf = []
+        while True:
+            if not self._write_lock.acquire(blocking=block):
+                return      # the thread holding it re-checks the buffer before leaving
+            try:
+                while True:
+                    with self._lock:
+                        rows, self._buf = self._buf, []
+                    if not rows:
+                        break
+                    part = self.store.append_part(TABLE, table_from_rows(rows, LLM_CALLS))
+                    with self._lock:
+                        self._parts.append(part)
+            finally:
+                self._write_lock.release()
+            with self._lock:   # rows added while we were releasing the write lock
+                pending = len(self._buf) >= (1 if block else self.flush_every)
+            if not pending:
+                return
 
     def compact(self) -> None:
         """Merge the parts this log wrote into one part (dedupe covers a kill midway)."""
-        with self._lock:
-            self._flush_locked()
+        self.flush()
+        with self._write_lock:
             if self.store is None or len(self._parts) < 2:
                 return
             import pyarrow.parquet as pq

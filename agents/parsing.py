@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -96,6 +97,8 @@ def _raise(err: ValidationError) -> Any:
     raise OutputInvalid(f"the JSON does not match the schema: {_short(err)}")
 
 
+@lru_cache(maxsize=256)
 def schema_of(model: type[BaseModel]) -> dict[str, Any] | None:
-    """The JSON schema requested from the server (None for free text)."""
+    """The JSON schema requested from the server (None for free text); cached per model,
+    treat as read-only."""
     return None if model is TextOutput else model.model_json_schema()

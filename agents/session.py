@@ -74,7 +74,7 @@ class LLMSession:
         self.backend = backend
         if cache is _AUTO:
             d = config.cache.resolve_dir(self.store.path if self.store is not None else None)
-            cache = CallCache(d) if d is not None else None
+            cache = CallCache(d, fsync=config.cache.fsync) if d is not None else None
         self.cache = cache
         self.write_manifest = write_manifest
         self.calls = CallLog(self.store, self.run_id, flush_every=config.accounting_flush_every)

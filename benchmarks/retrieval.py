@@ -113,6 +113,8 @@ def case(system: str, n_docs: int, n_queries: int, args: dict) -> dict:
     base = rss_mb()
     out["base_mb"] = base
     if system in ("ours", "ours+persist"):
+        import bm25s  # noqa: F401 - import outside the timed section, as for raw bm25s
+
         from retrieval.bm25 import BM25Retriever
         tmp = tempfile.mkdtemp(prefix="bench-bm25-") if system == "ours+persist" else None
         r = BM25Retriever(index_dir=tmp, n_threads=args["threads"])

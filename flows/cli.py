@@ -40,9 +40,10 @@ for _name in _MODULES:
 def main() -> None:
     """Entry point: clear one-sentence errors instead of tracebacks for expected failures."""
     from flows.errors import UserError, format_error
+    from storage.store import StoreError
     try:
         app(standalone_mode=True)
-    except UserError as exc:
+    except (UserError, StoreError) as exc:
         typer.secho(f"error: {format_error(exc)}", fg="red", err=True)
         sys.exit(2)
 

@@ -174,9 +174,26 @@ def summary_markdown(run_dir: str, results: dict) -> str:
     return "\n".join(lines)
 
 
+def preflight(run_dir: str, stages_to_run: list[str], input_path: str | None) -> None:
+    """Fail fast, before Prefect starts, when a stage's input cannot exist."""
+    unknown = [s for s in stages_to_run if s not in STAGES]
+    if unknown:
+        raise ValueError(f"unknown stage(s) {unknown}; stages are {', '.join(STAGES)}")
+    first = next(s for s in STAGES if s in stages_to_run)
+    if first == "curate":
+        if not input_path or not Path(input_path).exists():
+            raise ValueError(f"corpus path {input_path} does not exist")
+        return
+    store = RunStore(run_dir)
+    if not store.has_table(_INPUT[first]):
+        earlier = STAGES[STAGES.index(first) - 1]
+        raise ValueError(f"run {run_dir} has no {_INPUT[first]!r} table yet; run `mtr {earlier}` on it first")
+
+
 def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
     """Run the spine flow (ephemeral Prefect unless PREFECT_API_URL is set)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    preflight(run_dir, stages_to_run, input_path)
     store = RunStore(run_dir).ensure()
     store.write_manifest(config=cfg.model_dump(mode="json"),
                          **({"input": str(Path(input_path).resolve())} if input_path else {}))
