@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
@@ -62,11 +63,13 @@ class LLMSession:
         backend: force a backend for every role (explicit selection, e.g. ``"offline"``).
         cache: a :class:`CallCache`, None to disable, or auto (from ``config.cache``).
         write_manifest: record totals, stop reason and the resolved config in the manifest.
+        print_summary: print the totals table (per role and run) to stderr when closing.
     """
 
     def __init__(self, config: LLMConfig, *, store: RunStore | str | Path | None = None,
                  run_id: str | None = None, backend: Backend | None = None,
-                 cache: CallCache | None = _AUTO, write_manifest: bool = True) -> None:
+                 cache: CallCache | None = _AUTO, write_manifest: bool = True,
+                 print_summary: bool = False) -> None:
         install_log_scrubbing()
         self.config = config
         self.store = RunStore(str(store)) if isinstance(store, (str, Path)) else store
@@ -77,6 +80,7 @@ class LLMSession:
             cache = CallCache(d, fsync=config.cache.fsync) if d is not None else None
         self.cache = cache
         self.write_manifest = write_manifest
+        self.print_summary = print_summary
         self.calls = CallLog(self.store, self.run_id, flush_every=config.accounting_flush_every)
         spent_t, spent_usd = self._prior_spend()
         self.budget = Budget(config.budget, spent_tokens=spent_t, spent_usd=spent_usd)
@@ -90,7 +94,8 @@ class LLMSession:
         return f"LLMSession(run_id={self.run_id!r}, backend={self.backend!r}, cache={self.cache!r})"
 
     def _prior_spend(self) -> tuple[int, float]:
-        if self.store is None or not self.config.budget.max_tokens and self.config.budget.max_usd is None:
+        caps = self.config.budget
+        if self.store is None or (caps.max_tokens is None and caps.max_usd is None):
             return 0, 0.0
         t = read_calls(self.store)
         tokens, usd = 0, 0.0
@@ -128,6 +133,8 @@ class LLMSession:
                 "stopped_reason": self.stopped_reason,
             })
         log.info("%s", self.summary())
+        if self.print_summary:
+            print(self.summary(), file=sys.stderr, flush=True)
 
     def _client(self) -> LLMClient:
         if self.client is None:

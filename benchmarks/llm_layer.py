@@ -1,7 +1,8 @@
 """Benchmark of the LLM layer against the fake OpenAI-compatible server.
 
 1. Throughput: calls/s at concurrency 1, 8, 32, 64 with a fixed server latency (default
-   100 ms), against the ideal ``concurrency / latency``. Every call is a cache miss with the
+   100 ms), against the ideal ``concurrency / latency`` and the bare ``openai`` client at
+   the same concurrency (the client-side CPU ceiling of the machine). Every call is a cache miss with the
    full path (request, cache write, ``llm_calls`` row, validation).
 2. Framework overhead per call, in ms: a whole cached call (lookup + validation + row), a
    miss minus the bare ``openai`` client on a zero-latency server, and the components
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,9 +57,12 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return p, line.split(" on ")[1].split()[0]
 
 
+FLUSH_EVERY = 1
+
+
 def config(url: str, conc: int, cache_dir: str | None) -> LLMConfig:
     return LLMConfig(endpoints={"fake": EndpointConfig(base_url=url, model="fake-model", max_concurrency=conc)},
-                     max_concurrency=conc,
+                     max_concurrency=conc, accounting_flush_every=FLUSH_EVERY,
                      cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir))
 
 
@@ -72,14 +75,31 @@ async def run_batch(cfg: LLMConfig, xs: list[str], run_dir: str) -> float:
     return dt
 
 
+async def bare_concurrent(url: str, c: int, n: int) -> float:
+    """calls/s of the bare ``openai`` client (no layer) at concurrency ``c``: the ceiling."""
+    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    sem = asyncio.Semaphore(c)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await client.chat.completions.create(model="fake-model", messages=STEP.messages(f"b-{c}-{i}"))
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    dt = time.perf_counter() - t0
+    await client.close()
+    return n / dt
+
+
 def throughput(url: str, latency: float, levels: list[int], rounds: int, tmp: str) -> list[tuple]:
     rows = []
     for c in levels:
         n = max(c * rounds, 10)
         xs = [f"tp-{c}-{i}" for i in range(n)]
         dt = asyncio.run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}"), xs, f"{tmp}/tp-{c}"))
+        bare = asyncio.run(bare_concurrent(url, c, n))
         ideal = c / latency
-        rows.append((c, n, n / dt, ideal, n / dt / ideal))
+        rows.append((c, n, n / dt, bare, ideal, n / dt / ideal))
     return rows
 
 
@@ -147,7 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 64])
     ap.add_argument("--rounds", type=int, default=5, help="calls per level = concurrency x rounds")
     ap.add_argument("--n-overhead", type=int, default=200)
+    ap.add_argument("--flush-every", type=int, default=1, help="accounting_flush_every (rows per Parquet part)")
     a = ap.parse_args(argv)
+    global FLUSH_EVERY
+    FLUSH_EVERY = a.flush_every
     latency = a.latency_ms / 1000.0
     srv, url = start_server(latency)
     srv0, url0 = start_server(0.0)
@@ -159,10 +182,13 @@ def main(argv: list[str] | None = None) -> None:
         for p in (srv, srv0):
             p.terminate()
             p.wait(5)
-    print(f"\nThroughput, fake server latency {a.latency_ms:.0f} ms (cache misses, full path)")
-    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'ideal':>8} {'efficiency':>10}")
-    for c, n, cps, ideal, eff in tp:
-        print(f"{c:>11} {n:>6} {cps:>9.1f} {ideal:>8.1f} {eff:>9.0%}")
+    print(f"\nThroughput, fake server latency {a.latency_ms:.0f} ms (cache misses, full path, "
+          f"accounting_flush_every={a.flush_every})")
+    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'bare client':>12} {'ideal':>8} {'efficiency':>10}")
+    for c, n, cps, bare, ideal, eff in tp:
+        print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>12.1f} {ideal:>8.1f} {eff:>9.0%}")
+    print("(bare client = the openai SDK alone at that concurrency: the CPU ceiling of this machine;"
+          " efficiency = calls/s / ideal)")
     print(f"\nPer-call cost in ms (n={a.n_overhead})")
     for k, v in oh.items():
         print(f"  {k:<48} {v:>8.3f}")

@@ -6,8 +6,6 @@ import json
 import multiprocessing as mp
 import os
 
-import pytest
-
 from agents.cache import CallCache, cache_key
 from agents.session import LLMSession
 from agents.fake_server import Reply

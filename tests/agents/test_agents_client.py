@@ -185,3 +185,28 @@ def test_connection_refused_is_retried_then_fails(make_config, qa_step):
     srv.stop()   # nothing listens on that port any more
     res = run1(make_config(srv, retry={"max_attempts": 2}), qa_step(), "q")
     assert res.failure.kind == "retries_exhausted" and res.failure.error_class == "APIConnectionError"
+
+
+def test_retry_after_parsing_and_capped_backoff():
+    import email.utils
+    from agents.client import backoff_delay, retry_after_seconds
+    from agents.config import RetryConfig
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
+    date = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 < retry_after_seconds({"retry-after": date}) <= 30
+    assert retry_after_seconds({"retry-after": "soon"}) is None and retry_after_seconds({}) is None
+    cfg = RetryConfig(backoff_base_s=1, backoff_max_s=8, max_retry_after_s=10)
+    delays = [backoff_delay(a, cfg) for a in range(6)]
+    assert all(0.5 * min(8, 2 ** a) <= d <= min(8, 2 ** a) for a, d in enumerate(delays))
+    assert backoff_delay(0, cfg, retry_after=60) == 10          # server asks too much: capped
+    assert backoff_delay(3, RetryConfig(backoff_base_s=1, jitter=False)) == 8
+
+
+def test_parts_are_compacted_at_close(fake_llm, make_config, qa_step, tmp_path):
+    from agents.session import run_batch
+    run_batch(make_config(fake_llm), qa_step(), [f"q{i}" for i in range(5)], store=tmp_path / "run")
+    store = RunStore(str(tmp_path / "run"))
+    assert len(store.table_files("llm_calls")) == 1 and read_calls(store).num_rows == 5
+    man = store.read_manifest()
+    assert man["llm"]["totals"]["calls"] == 5 and man["tables"]["llm_calls"]["rows"] == 5
