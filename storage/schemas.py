@@ -105,3 +105,64 @@ def table_from_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
             raise ValueError(f"row {i} has columns not in the schema: {sorted(extra)}")
     cols = {n: [r.get(n) for r in rows] for n in schema.names}
     return pa.table(cols, schema=schema)
+
+
+# -- synthesized benchmark ("ours" format) ---------------------------------------------------
+CONVERSATIONS = pa.schema([
+    ("conv_id", pa.string()),
+    ("cluster_id", pa.int32()),
+    ("topic_id", pa.int32()),
+    ("switch_turn", pa.int32()),            # first turn of the second topic; null = no switch
+    ("switch_cluster_id", pa.int32()),
+    ("switch_topic_id", pa.int32()),
+    ("n_turns", pa.int32()),                # turns attempted
+    ("n_ok", pa.int32()),
+    ("n_failed", pa.int32()),
+    ("split", pa.string()),                 # train | test
+    ("backend", pa.string()),
+    ("seed", pa.int64()),
+])
+
+TURNS = pa.schema([
+    ("sample_id", pa.string()),             # conv_id:turn
+    ("conv_id", pa.string()),
+    ("turn", pa.int32()),                   # 1-based
+    ("status", pa.string()),                # ok | failed
+    ("question", pa.string()),              # what the user says (humanized when humanized)
+    ("question_original", pa.string()),     # the questioner's question before humanizing
+    ("standalone_question", pa.string()),   # self-contained form (used for uniqueness / rewrite mode)
+    ("answer", pa.string()),
+    ("gold_doc_ids", pa.list_(pa.string())),
+    ("answerability", pa.string()),         # ANSWERABLE | UNANSWERABLE
+    ("is_switch", pa.bool_()),              # first turn after a hard topic switch
+    ("turns_since_switch", pa.int32()),     # 0 at the switch turn, null before any switch
+    ("cluster_id", pa.int32()),
+    ("topic_id", pa.int32()),
+    ("backend", pa.string()),               # offline | openai
+    ("model", pa.string()),
+    ("prompt_versions", pa.string()),       # JSON {step: version}
+    ("prompt_tokens", pa.int64()),
+    ("completion_tokens", pa.int64()),
+    ("verifier_attempts", pa.int32()),
+    ("failure_reason", pa.string()),
+])
+
+QRELS = pa.schema([
+    ("sample_id", pa.string()),
+    ("doc_id", pa.string()),
+    ("grade", pa.int32()),
+    ("provenance", pa.string()),            # gold | uniqueness
+    ("reason", pa.string()),                # judge's reason for extra positives
+])
+
+FAILURES = pa.schema([
+    ("sample_id", pa.string()),
+    ("conv_id", pa.string()),
+    ("turn", pa.int32()),
+    ("step", pa.string()),
+    ("kind", pa.string()),
+    ("message", pa.string()),
+    ("raw_output", pa.string()),
+])
+
+SCHEMAS.update({"conversations": CONVERSATIONS, "turns": TURNS, "qrels": QRELS, "failures": FAILURES})
