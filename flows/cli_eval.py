@@ -103,8 +103,14 @@ def register(app: typer.Typer) -> None:
                                          "or 'skip' (leave out, like pytrec_eval)."),
         benchmark: Optional[Path] = typer.Option(None, "--benchmark", help="Benchmark folder to run retrievers on."),
         retriever: list[str] = typer.Option([], "--retriever", help="Retriever to evaluate on --benchmark; repeatable."),
-        query_mode: Optional[str] = typer.Option(None, "--query-mode",
-                                                 help="Conversational query builder for --benchmark."),
+        query_mode: list[str] = typer.Option([], "--query-mode",
+                                             help="Conversational query builder for --benchmark (last_turn, "
+                                                  "all_user_turns, full_history, rewrite); repeatable."),
+        fmt: str = typer.Option("ours", "--format", help="Benchmark format: ours | mtrag | beir."),
+        domain: Optional[str] = typer.Option(None, "--domain", help="MTRAG domain (clapnq, cloud, ...)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Report folder for --benchmark "
+                                                                "(default: <benchmark>/eval for ours, else ./mtr-eval)."),
+        top_k: int = typer.Option(20, "--depth", help="Retrieval depth for --benchmark."),
     ) -> None:
         """Score a run file against qrels (trec_eval semantics), or evaluate retrievers on a benchmark."""
         if missing not in ("zero", "skip"):
@@ -117,6 +123,41 @@ def register(app: typer.Typer) -> None:
             _evaluate_run_file(run, qrels, per_query, metric, k, missing)
             return
         if benchmark is not None:
-            raise UserError("--benchmark mode is not available in this version; score an existing run file "
-                            "with --run RUN.trec --qrels QRELS.tsv")
+            run_benchmark_eval(benchmark, fmt, domain, retriever or ["bm25", "dense", "hybrid"],
+                               query_mode or ["last_turn"], top_k, out)
+            return
         raise UserError("nothing to evaluate: give --run RUN.trec --qrels QRELS.tsv")
+
+
+def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
+                       depth: int, out: Path | None) -> dict:
+    """Run retrievers on a benchmark, print the table, write TREC runs and the report folder."""
+    from evaluation.benchmark_eval import evaluate_benchmark, summary_rows
+    from evaluation.report import write_report
+    from flows.cli_common import print_table, progress_bars
+    from retrieval.base import RetrievalError
+    from storage.benchmark import load_benchmark
+    from storage.formats import write_trec_run
+    from storage.store import StoreError
+
+    try:
+        bench = load_benchmark(benchmark, fmt, domain=domain)
+    except (StoreError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    out = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
+    index_dir = out / "cache" / "bm25"
+    cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out / "cache" / "embeddings"
+    try:
+        with progress_bars():
+            ev = evaluate_benchmark(bench, retrievers, modes, k=depth, index_dir=index_dir, cache_dir=cache_dir)
+    except (RetrievalError, ValueError) as exc:
+        raise UserError(str(exc)) from exc
+    for key, run in ev.runs.items():
+        write_trec_run(run, out / "runs" / (key.replace("/", "__") + ".trec"), tag=key.replace("/", "__"))
+    files = write_report(ev.results, out, title=f"Retrieval evaluation: {bench.name}",
+                         switch_positions=ev.switch_positions if fmt == "ours" else None)
+    print_table(f"{bench.name}: {ev.n_queries} turns with qrels (queries missing from a run score 0)",
+                ["retriever", "query mode", "n", "nDCG@5", "R@5", "R@20", "MRR@10"], summary_rows(ev))
+    from flows.cli_common import console
+    console.print(f"report: {getattr(files, 'html', out)}; TREC runs: {out / 'runs'}")
+    return {"eval": ev, "out": out}

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agents.synth.config import SynthConfig
 from clustering.greedy import ClusterConfig
 from clustering.topics import TopicConfig
 from corpus.chunk import ChunkConfig
@@ -40,6 +41,9 @@ class MTRConfig(BaseModel):
     embed: EmbedConfig = Field(default_factory=EmbedConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     topics: TopicConfig = Field(default_factory=TopicConfig)
+    synth: SynthConfig = Field(default_factory=SynthConfig)
+    llm_config: str | None = Field(None, description="LLM layer YAML (endpoints, roles, budget); none = offline backend")
+    eval: "EvalConfig" = Field(default_factory=lambda: EvalConfig())
 
     def stage_hash(self, *sections: str) -> str:
         data = {s: getattr(self, s).model_dump(mode="json") if hasattr(getattr(self, s), "model_dump")
@@ -89,3 +93,14 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         if first["type"] == "extra_forbidden":
             msg = "unknown key (check the spelling; see the README's configuration section)"
         raise UserError(f"invalid config at {loc or '(top level)'}: {msg}") from exc
+
+
+class EvalConfig(BaseModel):
+    """Retrieval evaluation of a synthesized benchmark (used by `mtr demo` and `mtr evaluate --benchmark`)."""
+    model_config = ConfigDict(extra="forbid")
+    retrievers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
+    query_modes: list[str] = Field(default_factory=lambda: ["last_turn", "full_history", "rewrite"])
+    k: int = Field(20, ge=1)
+
+
+MTRConfig.model_rebuild()

@@ -128,6 +128,30 @@ SUBSET_PINNED = {
 }
 
 FULL_PINNED = {
+    ("clapnq", "bm25", "lastturn"): (0.17621460, 0.18618361),
+    ("clapnq", "dense", "lastturn"): (0.36545254, 0.41219093),
+    ("clapnq", "hybrid", "lastturn"): (0.33385182, 0.35478480),
+    ("clapnq", "rrf", "lastturn"): (0.32274892, 0.35162546),
+    ("clapnq", "bm25", "questions"): (0.14471020, 0.15176282),
+    ("clapnq", "dense", "questions"): (0.23348877, 0.26097756),
+    ("clapnq", "hybrid", "questions"): (0.21274029, 0.23245192),
+    ("clapnq", "rrf", "questions"): (0.21272537, 0.23405449),
+    ("clapnq", "bm25", "rewrite"): (0.21949861, 0.23313874),
+    ("clapnq", "dense", "rewrite"): (0.39405486, 0.43711081),
+    ("clapnq", "hybrid", "rewrite"): (0.37760224, 0.40185440),
+    ("clapnq", "rrf", "rewrite"): (0.36779760, 0.39148352),
+    ("cloud", "bm25", "lastturn"): (0.18531137, 0.20710486),
+    ("cloud", "dense", "lastturn"): (0.26880044, 0.30647163),
+    ("cloud", "hybrid", "lastturn"): (0.28330206, 0.33618288),
+    ("cloud", "rrf", "lastturn"): (0.27636125, 0.32137791),
+    ("cloud", "bm25", "questions"): (0.11370111, 0.14618794),
+    ("cloud", "dense", "questions"): (0.14585951, 0.18218085),
+    ("cloud", "hybrid", "questions"): (0.15589680, 0.19796099),
+    ("cloud", "rrf", "questions"): (0.15220978, 0.19574468),
+    ("cloud", "bm25", "rewrite"): (0.20591836, 0.22909068),
+    ("cloud", "dense", "rewrite"): (0.26724571, 0.30620567),
+    ("cloud", "hybrid", "rewrite"): (0.30405699, 0.35063323),
+    ("cloud", "rrf", "rewrite"): (0.28441678, 0.33884245),
 }
 
 

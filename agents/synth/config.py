@@ -1,0 +1,28 @@
+"""Synthesis settings (reference defaults: 5 shown passages, T=12 turns, switch ratio 0.5)."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class SynthConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    conversations: int | None = Field(None, ge=1, description="conversations to generate (default: one per cluster)")
+    turns: int = Field(12, ge=1, description="T: user turns per conversation")
+    shown_passages: int = Field(5, ge=1, description="passages the questioner sees per turn")
+    switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
+    unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
+    max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")
+    min_answer_chars: int = Field(0, ge=0, description="verbosity floor for answers")
+    uniqueness_k: int = Field(10, ge=1, description="top-k of the whole corpus checked for other answering passages")
+    uniqueness_retriever: Literal["bm25", "dense", "hybrid"] = "hybrid"
+    uniqueness_policy: Literal["add_positives", "regenerate"] = "add_positives"
+    max_extra_positives: int = Field(2, ge=0, description="M: more passages answering than this => regenerate")
+    humanize_first_turn: bool = False
+    concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
+    batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
+    test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")
+    seed: int = 0
+    minutes_per_turn_human: float = Field(6.0, gt=0, description="for the human-cost estimate of the dataset card")
+    human_hourly_usd: float = Field(30.0, gt=0)

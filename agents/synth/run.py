@@ -1,0 +1,247 @@
+"""Synthesis as plain functions: plan conversations, run batches through the graph, assemble tables.
+
+The Prefect flow (``flows/synthesis.py``) only orchestrates these. Resume: graph state is
+checkpointed per node in ``<run>/cache/synth_checkpoints.sqlite`` (LangGraph
+AsyncSqliteSaver, thread = conv_id) and every LLM call is content-addressed in the LLM cache,
+so re-running a killed run continues each conversation at the node it was on and repeats no
+LLM call; finished conversations are read back from their final checkpoints.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from agents.synth.config import SynthConfig
+from agents.synth.graph import GraphContext, build_graph
+from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
+from storage.store import RunStore
+
+
+@dataclass(frozen=True)
+class ConvPlan:
+    conv_id: str
+    seed: int
+    n_turns: int
+    cluster_id: int
+    topic_id: int
+    pool: tuple[str, ...]
+    switch_turn: int | None
+    switch_cluster_id: int | None
+    switch_topic_id: int | None
+    switch_pool: tuple[str, ...]
+    unanswerable_turns: tuple[int, ...]
+
+    def initial_state(self) -> dict:
+        return {"conv_id": self.conv_id, "seed": self.seed, "n_turns": self.n_turns, "turn": 1,
+                "pool": list(self.pool), "cluster_id": self.cluster_id, "topic_id": self.topic_id,
+                "switch_turn": self.switch_turn, "switch_pool": list(self.switch_pool),
+                "switch_cluster_id": self.switch_cluster_id, "switch_topic_id": self.switch_topic_id,
+                "unanswerable_turns": list(self.unanswerable_turns), "attempt": 0, "feedback": None,
+                "turns": [], "failures": [], "done": False}
+
+
+def _u(*parts: Any) -> float:
+    """A uniform [0,1) number from a stable hash (seeded decisions independent of order)."""
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:12], 16) / float(1 << 48)
+
+
+def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig) -> list[ConvPlan]:
+    """One conversation per selected cluster; seeded switches to a far cluster of another topic."""
+    by_cluster: dict[int, list[tuple[int, str]]] = {}
+    topic: dict[int, int] = {}
+    for r in clusters:
+        by_cluster.setdefault(int(r["cluster_id"]), []).append((int(r["position"]), r["chunk_id"]))
+        topic[int(r["cluster_id"])] = int(r["topic_id"])
+    ids = sorted(by_cluster)
+    if not ids:
+        raise ValueError("the run has no clusters; run `mtr cluster` first")
+    pools = {c: tuple(cid for _, cid in sorted(m)) for c, m in by_cluster.items()}
+    order = sorted(ids, key=lambda c: _u(cfg.seed, "pick", c))
+    chosen = order[: cfg.conversations or len(ids)]
+    plans = []
+    for c in sorted(chosen):
+        conv_id = f"c{c:05d}"
+        T = cfg.turns
+        switch_turn = sw_c = sw_t = None
+        sw_pool: tuple[str, ...] = ()
+        if T >= 3 and _u(cfg.seed, conv_id, "switch") < cfg.switch_ratio:
+            others = [o for o in ids if o != c and (topic[o] != topic[c] or topic[c] == -1)]
+            others = [o for o in others if topic[o] != topic[c]] or [o for o in ids if o != c]
+            if others:
+                v = cluster_vecs.get(c)
+                if v is not None:
+                    sims = sorted(others, key=lambda o: float(cluster_vecs[o] @ v))
+                    far = sims[: max(1, len(sims) // 3)]       # the farthest third
+                else:
+                    far = others
+                sw_c = far[int(_u(cfg.seed, conv_id, "switch-cluster") * len(far))]
+                sw_t = topic[sw_c]
+                sw_pool = pools[sw_c]
+                switch_turn = 2 + int(_u(cfg.seed, conv_id, "switch-turn") * (T - 2))   # in [2, T-1]
+        unans = tuple(t for t in range(2, T + 1) if cfg.unanswerable_ratio > 0
+                      and _u(cfg.seed, conv_id, "unans", t) < cfg.unanswerable_ratio)
+        plans.append(ConvPlan(conv_id=conv_id, seed=cfg.seed, n_turns=T, cluster_id=c, topic_id=topic[c],
+                              pool=pools[c], switch_turn=switch_turn, switch_cluster_id=sw_c, switch_topic_id=sw_t,
+                              switch_pool=sw_pool, unanswerable_turns=unans))
+    return plans
+
+
+def load_plan_inputs(store: RunStore) -> tuple[list[dict], dict[int, np.ndarray], dict[str, dict]]:
+    from clustering.stages import read_embeddings
+    clusters = store.read_table("clusters").to_pylist()
+    ids, vecs = read_embeddings(store)
+    index = {cid: i for i, cid in enumerate(ids)}
+    members: dict[int, list[int]] = {}
+    for r in clusters:
+        members.setdefault(int(r["cluster_id"]), []).append(index[r["chunk_id"]])
+    cvecs = {}
+    for c, m in members.items():
+        v = vecs[m].mean(axis=0)
+        cvecs[c] = v / (np.linalg.norm(v) or 1.0)
+    corpus = {r["chunk_id"]: r for r in store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()}
+    return clusters, cvecs, corpus
+
+
+_RETRIEVERS: dict[tuple, Any] = {}
+
+
+def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_dir: str | None) -> Callable[[str, int], list[str]]:
+    """The whole-corpus retriever of the uniqueness check (built once per process and run)."""
+    from retrieval import build_retriever
+    key = (store.path, kind, len(corpus))
+    if key not in _RETRIEVERS:
+        params: dict = {}
+        bm25_dir = str(store.local_dir("cache", "bm25"))
+        if kind == "bm25":
+            params = {"index_dir": bm25_dir}
+        elif kind == "dense":
+            params = {"cache_dir": cache_dir}
+        else:
+            params = {"bm25": {"index_dir": bm25_dir}, "dense": {"cache_dir": cache_dir}}
+        r = build_retriever(kind, **params)
+        r.index([(cid, c["text"]) for cid, c in corpus.items()])
+        _RETRIEVERS[key] = r
+    retriever = _RETRIEVERS[key]
+
+    def search(query: str, k: int) -> list[str]:
+        run = retriever.search({"q": query}, k=k).get("q", {})
+        return [d for d, _ in sorted(run.items(), key=lambda p: (-p[1], p[0]))][:k]
+    return search
+
+
+async def _run_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
+                           search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from agents.errors import BudgetExceeded
+    from agents.session import LLMSession
+    db = store.local_dir("cache") / "synth_checkpoints.sqlite"
+    stopped: str | None = None
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
+        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg), checkpointer=saver)
+        sem = asyncio.Semaphore(cfg.concurrency)
+        stop = asyncio.Event()
+
+        async def one(plan: ConvPlan) -> None:
+            nonlocal stopped
+            conf = {"configurable": {"thread_id": plan.conv_id}, "recursion_limit": 100000}
+            async with sem:
+                if stop.is_set():
+                    return
+                snap = await graph.aget_state(conf)
+                try:
+                    if snap.values and snap.values.get("done"):
+                        pass
+                    elif snap.values and snap.next:
+                        await graph.ainvoke(None, conf)
+                    else:
+                        await graph.ainvoke(plan.initial_state(), conf)
+                except BudgetExceeded as exc:
+                    stopped = exc.reason
+                    stop.set()
+                    return
+                if progress:
+                    progress(1)
+
+        await asyncio.gather(*(one(p) for p in plans))
+        states = {}
+        for p in plans:
+            snap = await graph.aget_state({"configurable": {"thread_id": p.conv_id}})
+            if snap.values:
+                states[p.conv_id] = snap.values
+        from agents.session import _totals_dict
+        totals = {role: _totals_dict(t) for role, t in llm.totals().items()}
+    return {"states": states, "stopped": stopped, "llm_totals": totals}
+
+
+def run_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, search,
+              progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    return asyncio.run(_run_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress))
+
+
+def read_states(store: RunStore, plans: list[ConvPlan]) -> dict[str, dict]:
+    """Final (or latest) checkpointed state of each planned conversation."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    db = store.local_dir("cache") / "synth_checkpoints.sqlite"
+
+    async def main() -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            graph = build_graph(GraphContext(corpus={}, llm=None, search=lambda q, k: [], cfg=SynthConfig()),
+                                checkpointer=saver)
+            for p in plans:
+                snap = await graph.aget_state({"configurable": {"thread_id": p.conv_id}})
+                if snap.values:
+                    out[p.conv_id] = snap.values
+        return out
+    return asyncio.run(main())
+
+
+def split_of(seed: int, conv_id: str, test_share: float) -> str:
+    return "test" if _u(seed, "split", conv_id) < test_share else "train"
+
+
+def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cfg: SynthConfig) -> dict[str, Any]:
+    """Write conversations, turns, qrels and failures from the conversations' states (joined on ids)."""
+    conv_rows, turn_rows, qrel_rows, fail_rows = [], [], [], []
+    for p in plans:
+        st = states.get(p.conv_id)
+        if not st:
+            continue
+        turns = st.get("turns", [])
+        backend = next((t["backend"] for t in turns if t.get("backend")), None)
+        conv_rows.append({"conv_id": p.conv_id, "cluster_id": p.cluster_id, "topic_id": p.topic_id,
+                          "switch_turn": p.switch_turn, "switch_cluster_id": p.switch_cluster_id,
+                          "switch_topic_id": p.switch_topic_id, "n_turns": len(turns),
+                          "n_ok": sum(t["status"] == "ok" for t in turns),
+                          "n_failed": sum(t["status"] == "failed" for t in turns),
+                          "split": split_of(cfg.seed, p.conv_id, cfg.test_share), "backend": backend, "seed": p.seed})
+        for t in turns:
+            row = {k: t.get(k) for k in TURNS.names}
+            turn_rows.append(row)
+            if t["status"] != "ok":
+                continue
+            for g in t["gold_doc_ids"]:
+                qrel_rows.append({"sample_id": t["sample_id"], "doc_id": g, "grade": 1, "provenance": "gold",
+                                  "reason": "the questioner's evidence passage, confirmed by the verifier"})
+            for e in t.get("extra_positives") or []:
+                qrel_rows.append({"sample_id": t["sample_id"], "doc_id": e["doc_id"], "grade": 1,
+                                  "provenance": "uniqueness", "reason": e["reason"]})
+        fail_rows.extend({k: f.get(k) for k in FAILURES.names} for f in st.get("failures", []))
+    store.write_table("conversations", table_from_rows(conv_rows, CONVERSATIONS))
+    store.write_table("turns", table_from_rows(turn_rows, TURNS))
+    store.write_table("qrels", table_from_rows(qrel_rows, QRELS))
+    store.write_table("failures", table_from_rows(fail_rows, FAILURES))
+    ok = [t for t in turn_rows if t["status"] == "ok"]
+    return {"conversations": len(conv_rows), "turns_ok": len(ok), "turns_failed": len(turn_rows) - len(ok),
+            "qrels": len(qrel_rows), "extra_positives": sum(r["provenance"] == "uniqueness" for r in qrel_rows),
+            "switches": sum(r["switch_turn"] is not None for r in conv_rows),
+            "unanswerable": sum(t["answerability"] == "UNANSWERABLE" for t in ok),
+            "backend": ",".join(sorted({r["backend"] for r in conv_rows if r["backend"]})) or "none"}

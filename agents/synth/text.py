@@ -1,0 +1,119 @@
+"""Deterministic text helpers for the offline backend (no model, no network).
+
+Sentence splitting, content words, salient phrases and a small rule-based question
+generator. They are plain functions so the offline agents stay readable and testable.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
+COPULA = r"(is|was|are|were)"
+PRONOUN_FOR = {"is": "it", "was": "it", "are": "they", "were": "they"}
+
+
+@lru_cache(maxsize=1)
+def stopwords() -> frozenset[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    return frozenset(ENGLISH_STOP_WORDS) | {"also", "however", "including", "later", "known", "called"}
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of a passage (paragraph breaks and end punctuation), whitespace-normalised."""
+    out = []
+    for para in re.split(r"\n\s*\n|\n", text):
+        para = " ".join(para.split())
+        if para.startswith("#"):          # markdown heading lines are not sentences
+            continue
+        if not para:
+            continue
+        out.extend(s.strip() for s in _SENT.split(para) if s.strip())
+    return out
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    sw = stopwords()
+    return [w for w in words(text) if w not in sw and len(w) > 2 and not w.isdigit()]
+
+
+def overlap(a: str, b: str) -> float:
+    """Share of a's content words that occur in b."""
+    wa = set(content_words(a))
+    if not wa:
+        return 0.0
+    return len(wa & set(words(b))) / len(wa)
+
+
+def jaccard_words(a: str, b: str) -> float:
+    sa, sb = set(content_words(a)), set(content_words(b))
+    if not sa and not sb:
+        return 1.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def informative(sentence: str) -> float:
+    """How good a sentence is as the basis of a question (length, entities, numbers)."""
+    n = len(sentence.split())
+    if n < 6 or n > 60 or sentence.endswith("?") or sentence.endswith(":"):
+        return 0.0
+    caps = len(re.findall(r"(?<!^)\b[A-Z][a-z]+", sentence))
+    nums = len(re.findall(r"\b\d[\d,.]*\b", sentence))
+    return 1.0 + min(caps, 5) * 0.3 + min(nums, 3) * 0.4 - abs(n - 22) * 0.01
+
+
+def salient_phrase(sentence: str, title: str = "") -> str:
+    """The most specific noun-ish phrase of a sentence: a run of capitalised words, else content words."""
+    runs = re.findall(r"(?:\b[A-Z][\w'’-]*(?:\s+(?:of|the|and|de|von|in)\s+|\s+))*\b[A-Z][\w'’-]*", sentence)
+    first_word = sentence.split()[0] if sentence.split() else ""
+    cands = [r.strip() for r in runs if r.strip() and r.strip() != first_word and r.strip().lower() not in stopwords()]
+    cands = [c for c in cands if c.lower() != title.lower()] or cands
+    if cands:
+        return max(cands, key=lambda c: (len(c.split()), len(c)))
+    cw = content_words(sentence)
+    return " ".join(cw[:3]) if cw else (title or "this")
+
+
+def _clean_np(np_: str) -> str:
+    np_ = np_.strip(" ,;:")
+    return np_[0].lower() + np_[1:] if np_[:1].isupper() and not np_[1:2].isupper() and np_.split()[0].lower() in (
+        "the", "a", "an", "its", "their", "his", "her") else np_
+
+
+def question_from_sentence(sentence: str, title: str = "") -> tuple[str, str]:
+    """(question, standalone question) for a sentence, by simple wh-rules.
+
+    * "X was Y ..." with a short subject -> "What was X?" / "Who was X?"
+    * "In 1961, ..." / a year in the sentence -> "What happened in 1961 regarding <phrase>?"
+    * otherwise -> "What is known about <salient phrase>?"
+    The standalone form adds the document title when the question does not name it.
+    """
+    s = sentence.strip().rstrip(".")
+    m = re.match(rf"^((?:[\w'’().,-]+\s+){{0,7}}?[\w'’().-]+)\s+{COPULA}\s+(.+)$", s)
+    q = None
+    subj_ok = m is not None and (re.search(r"(?<!^)\b[A-Z][a-z]+", m.group(1)) is not None
+                                 or m.group(1)[:1].isupper() and not m.group(1).lower().startswith(("the ", "a ", "an ")))
+    if m and subj_ok and len(m.group(1).split()) <= 8 and not m.group(1).lower().startswith(("it ", "this ", "these ", "they ", "he ", "she ")) \
+            and m.group(1).lower() not in ("it", "this", "he", "she", "they", "there"):
+        subj = _clean_np(m.group(1))
+        wh = "Who" if re.match(r"^[A-Z][a-z]+ [A-Z][a-z]+$", subj) and not title.lower().startswith(subj.lower()) else "What"
+        verb = m.group(0).split()[len(m.group(1).split())]
+        q = f"{wh} {verb} {subj}?"
+    if q is None:
+        year = re.search(r"\b(1[0-9]{3}|20[0-9]{2})\b", s)
+        phrase = salient_phrase(s, title)
+        if year and year.group(1) not in phrase:
+            q = f"What happened in {year.group(1)} regarding {phrase}?"
+        else:
+            q = f"What is known about {phrase}?"
+    q = q[0].upper() + q[1:]
+    standalone = q
+    has_entity = re.search(r"(?<!^)\b[A-Z][a-z]+", q) is not None
+    if title and not has_entity and not any(w in q.lower() for w in content_words(title)):
+        standalone = q[:-1] + f" in {title}?"
+    return q, standalone

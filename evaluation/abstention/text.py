@@ -1,0 +1,46 @@
+"""Small text helpers shared by the offline heuristics (judges, answerer, answer check).
+
+Tokens are maximal runs of Unicode letters/digits of the lower-cased text (the BM25
+tokenizer's pattern). *Content tokens* drop bm25s' English stopword list and one-letter
+tokens (digits are kept: numbers carry answers). Sentences are split after ``.``, ``!``,
+``?`` followed by white space, and at line breaks.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_TOKEN = re.compile(r"[^\W_]+")
+_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+    return frozenset(STOPWORDS_EN)
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower())
+
+
+def content_tokens(text: str) -> list[str]:
+    """Tokens without stopwords and one-letter words (digits kept), in order."""
+    stop = _stopwords()
+    return [t for t in tokens(text) if t not in stop and (len(t) > 1 or t.isdigit())]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(text) if s and s.strip()]
+
+
+def bigrams(toks: list[str]) -> set[tuple[str, str]]:
+    return set(zip(toks, toks[1:]))
+
+
+def coverage(needles: set, haystack: set) -> float:
+    """Share of ``needles`` found in ``haystack`` (0.0 for no needles)."""
+    return len(needles & haystack) / len(needles) if needles else 0.0
+
+
+__all__ = ["bigrams", "content_tokens", "coverage", "sentences", "tokens"]

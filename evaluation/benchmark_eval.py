@@ -1,0 +1,84 @@
+"""Evaluate retrievers on a conversational benchmark (ours / MTRAG / BEIR) with explicit query modes.
+
+Verb: :func:`evaluate_benchmark` indexes the benchmark's corpus once per retriever, builds one
+query per turn with each requested query mode (``retrieval.queries``: never guessed from the
+dataset name), searches, and scores with trec_eval semantics over the turns that have qrels
+(unanswerable turns have none). Dense queries are left-truncated to the encoder's limit, so
+the current question always survives.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+from evaluation.metrics import EvalResult, evaluate
+from storage.benchmark import Benchmark
+
+
+@dataclass
+class BenchmarkEval:
+    results: dict[str, EvalResult]          # "retriever/query_mode" -> result
+    runs: dict[str, dict]                   # same keys -> run
+    n_queries: int
+    switch_positions: dict[str, int | None]
+
+
+def build_mode_queries(bench: Benchmark, mode: str, retriever: str) -> dict[str, str]:
+    from retrieval.queries import QueryBuilder
+    convs = {t.sample_id: t.messages() for t in bench.turns if t.gold}
+    rewrites = {t.sample_id: t.rewrite for t in bench.turns if t.gold and t.rewrite}
+    if mode == "rewrite":
+        missing = [s for s in convs if s not in rewrites]
+        if missing:
+            raise ValueError(f"query mode 'rewrite' needs a rewrite for every turn; {len(missing)} turns have none "
+                             f"(e.g. {missing[0]}); configure an LLM rewriter or pick another mode")
+    if retriever in ("dense", "hybrid", "rrf") and mode in ("full_history", "all_user_turns"):
+        qb = QueryBuilder.for_encoder(mode)
+    else:
+        qb = QueryBuilder(mode=mode)
+    return qb.build_all(convs, rewrites)
+
+
+def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes: Sequence[str], k: int = 20,
+                       index_dir: str | Path | None = None, cache_dir: str | Path | None = None,
+                       ks: Sequence[int] = (1, 3, 5, 10, 20),
+                       progress: Callable[[str, int, int], None] | None = None) -> BenchmarkEval:
+    from retrieval import build_retriever
+    docs = [(d, doc.text) for d, doc in bench.corpus.items()]
+    qrels = bench.qrels
+    if not qrels:
+        raise ValueError(f"benchmark {bench.name} has no qrels (no answerable turns) to evaluate against")
+    results: dict[str, EvalResult] = {}
+    runs: dict[str, dict] = {}
+    total = len(retrievers) * len(query_modes)
+    for name in retrievers:
+        params: dict = {}
+        if name == "bm25" and index_dir:
+            params = {"index_dir": str(index_dir)}
+        elif name == "dense" and cache_dir:
+            params = {"cache_dir": str(cache_dir)}
+        elif name in ("hybrid", "rrf"):
+            params = {"bm25": {"index_dir": str(index_dir)} if index_dir else {},
+                      "dense": {"cache_dir": str(cache_dir)} if cache_dir else {}}
+        r = build_retriever(name, **params)
+        r.index(docs)
+        for mode in query_modes:
+            queries = build_mode_queries(bench, mode, name)
+            run = r.search(queries, k=k)
+            key = f"{name}/{mode}"
+            runs[key] = run
+            results[key] = evaluate(qrels, run, metrics=("recall", "ndcg_cut", "mrr", "P"), ks=ks, missing="zero")
+            if progress:
+                progress("retrieve", 1, total)
+    return BenchmarkEval(results=results, runs=runs, n_queries=len(qrels),
+                         switch_positions={t.sample_id: t.turns_since_switch for t in bench.turns if t.gold})
+
+
+def summary_rows(ev: BenchmarkEval, measures: Sequence[str] = ("ndcg_cut_5", "recall_5", "recall_20", "recip_rank_10")):
+    rows = []
+    for key, res in ev.results.items():
+        retr, mode = key.split("/", 1)
+        m = res.means()
+        rows.append([retr, mode, res.n_queries] + [m.get(x, float("nan")) for x in measures])
+    return rows

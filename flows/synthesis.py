@@ -1,0 +1,132 @@
+"""Prefect flow ``synthesize``: plan -> batches of conversations (a task per batch) -> tables + exports.
+
+Orchestration only (logic: ``agents.synth.run``, ``storage.exports``). Batches run one
+after another, each with ``synth.concurrency`` conversations in flight and the LLM layer's
+own limits; a progress artifact shows conversations done / total, LLM calls, tokens and
+cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
+far is assembled and saved, and the reason is recorded in the manifest.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.config import MTRConfig
+from flows.progress import report
+from storage.store import RunStore
+
+
+def llm_config_for(cfg: MTRConfig):
+    """The LLM layer config: the file given in ``llm_config``, else the explicit offline backend."""
+    from agents.config import LLMConfig
+    if cfg.llm_config:
+        return LLMConfig.from_file(cfg.llm_config)
+    return LLMConfig(backend="offline")
+
+
+def _context(run_dir: str, cfg: MTRConfig):
+    from agents.synth.run import corpus_searcher, load_plan_inputs, plan_conversations
+    from clustering.stages import default_cache_dir
+    store = RunStore(run_dir)
+    clusters, cvecs, corpus = load_plan_inputs(store)
+    plans = plan_conversations(clusters, cvecs, cfg.synth)
+    search = corpus_searcher(store, corpus, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)))
+    return store, plans, corpus, search
+
+
+def _batch_name() -> str:
+    from prefect.runtime import task_run
+    p = task_run.parameters
+    return f"synth-batch-{p['index']}[{Path(p['run_dir']).name}]"
+
+
+@task(name="synthesize-batch", cache_policy=NO_CACHE, task_run_name=_batch_name, tags=["mtr", "stage:synthesize"])
+def synth_batch(run_dir: str, config: dict, conv_ids: list[str], index: int) -> dict:
+    from agents.synth.run import run_batch
+    cfg = MTRConfig.model_validate(config)
+    store, plans, corpus, search = _context(run_dir, cfg)
+    chosen = [p for p in plans if p.conv_id in set(conv_ids)]
+    out = run_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
+                    progress=lambda n: report("synthesize", n, len(plans)))
+    done = sum(1 for s in out["states"].values() if s.get("done"))
+    return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
+
+
+@task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
+def assemble_task(run_dir: str, config: dict) -> dict:
+    from agents.synth.run import assemble, read_states
+    from storage.exports import export_benchmark
+    cfg = MTRConfig.model_validate(config)
+    store, plans, _, _ = _context(run_dir, cfg)
+    summary = assemble(store, plans, read_states(store, plans), cfg.synth)
+    exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
+                           hourly_usd=cfg.synth.human_hourly_usd)
+    return {"summary": summary, "export": exp}
+
+
+@flow(name="mtr-synthesize", flow_run_name="synthesize-{run_name}")
+def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
+    logger = get_run_logger()
+    cfg = MTRConfig.model_validate(config)
+    _, plans, _, _ = _context(run_dir, cfg)
+    ids = [p.conv_id for p in plans]
+    bs = cfg.synth.batch_size
+    batches = [ids[i:i + bs] for i in range(0, len(ids), bs)]
+    progress_id = None
+    try:
+        progress_id = create_progress_artifact(progress=0.0, description="conversations done / total")
+    except Exception:  # noqa: BLE001 - artifacts are best effort
+        pass
+    done, stopped, totals = 0, None, {}
+    for i, batch in enumerate(batches):
+        r = synth_batch(run_dir=run_dir, config=config, conv_ids=batch, index=i)
+        done += r["done"]
+        totals = r["llm_totals"] or totals
+        calls = sum(v.get("calls", 0) for v in totals.values())
+        toks = sum(v.get("prompt_tokens", 0) + v.get("completion_tokens", 0) for v in totals.values())
+        cost = sum(v.get("cost_usd", 0.0) for v in totals.values())
+        logger.info("batch %d/%d: %d/%d conversations done; LLM calls %d, tokens %d, cost $%.4f",
+                    i + 1, len(batches), done, len(ids), calls, toks, cost)
+        if progress_id:
+            try:
+                update_progress_artifact(progress_id, progress=100.0 * done / max(1, len(ids)))
+            except Exception:  # noqa: BLE001
+                pass
+        if r["stopped"]:
+            stopped = r["stopped"]
+            logger.warning("stopping: %s", stopped)
+            break
+    res = assemble_task(run_dir=run_dir, config=config)
+    RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
+    try:
+        create_markdown_artifact(key=f"synth-{''.join(c if c.isalnum() else '-' for c in run_name.lower())[:50] or 'run'}",
+                                 markdown=_markdown(run_dir, res, stopped), description="MTR-Suite synthesis summary")
+    except Exception:  # noqa: BLE001
+        pass
+    return {**res, "stopped": stopped}
+
+
+def _markdown(run_dir: str, res: dict, stopped: str | None) -> str:
+    s = res["summary"]
+    lines = [f"# Synthesis `{Path(run_dir).name}`", "", f"Backend: **{s['backend']}**", "",
+             "| statistic | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in s.items()]
+    lines += ["", f"Exports: `{res['export']['export_dir']}`"]
+    if stopped:
+        lines += ["", f"**Stopped early:** {stopped}"]
+    return "\n".join(lines)
+
+
+def run_synthesis(run_dir: str, cfg: MTRConfig) -> dict:
+    from flows.pipeline import prefect_run_settings
+    store = RunStore(run_dir)
+    for t in ("clusters", "chunks", "embeddings"):
+        if not store.has_table(t):
+            raise ValueError(f"run {run_dir} has no {t!r} table; run the spine first (`mtr build CORPUS --run ...`)")
+    store.write_manifest(config=cfg.model_dump(mode="json"))
+    with prefect_run_settings(store.path):
+        return synthesize_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), run_name=Path(store.path).name)

@@ -1,0 +1,144 @@
+"""Exports of a synthesized benchmark: BEIR folders (one per query mode), TREC qrels,
+MTRAG-style JSONL, Parquet splits loadable with ``datasets``, and a dataset card.
+
+Everything is derived from the run's tables joined on ids (``sample_id``, ``conv_id``,
+``doc_id``); the train/test split is by conversation, so no conversation is in both.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from statistics import mean, median
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from storage.formats import atomic_text_writer, write_trec_qrels
+from storage.store import RunStore
+
+EXPORT_MODES = ("last_turn", "all_user_turns", "full_history", "rewrite")
+
+
+def _jsonl(path: Path, rows) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_text_writer(path) as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn: float = 6.0,
+                     hourly_usd: float = 30.0) -> dict[str, Any]:
+    from retrieval.queries import QueryBuilder
+    from storage.benchmark import load_ours
+
+    out = Path(out or store.local_dir("export"))
+    bench = load_ours(store.path)
+    convs = {r["conv_id"]: r for r in store.read_table("conversations").to_pylist()}
+    split = {t.sample_id: convs[t.conv_id]["split"] for t in bench.turns}
+    qrels_rows = store.read_table("qrels").to_pylist()
+    corpus_rows = [{"_id": d, "title": doc.title, "text": doc.text} for d, doc in bench.corpus.items()]
+
+    # BEIR folders, one per query mode
+    messages = {t.sample_id: t.messages() for t in bench.turns}
+    rewrites = {t.sample_id: t.rewrite for t in bench.turns if t.rewrite}
+    for mode in EXPORT_MODES:
+        d = out / "beir" / mode
+        _jsonl(d / "corpus.jsonl", corpus_rows)
+        queries = QueryBuilder(mode=mode).build_all(messages, rewrites)
+        _jsonl(d / "queries.jsonl", ({"_id": q, "text": text, "split": split[q]} for q, text in queries.items()))
+        for sp in ("train", "test"):
+            (d / "qrels").mkdir(parents=True, exist_ok=True)
+            with atomic_text_writer(d / "qrels" / f"{sp}.tsv") as f:
+                f.write("query-id\tcorpus-id\tscore\n")
+                for r in qrels_rows:
+                    if split.get(r["sample_id"]) == sp:
+                        f.write(f"{r['sample_id']}\t{r['doc_id']}\t{r['grade']}\n")
+        _jsonl(d / "conversations.jsonl", ({"_id": t.sample_id, "history": [{"role": r, "text": x} for r, x in t.history],
+                                            "answer": t.reference_answer} for t in bench.turns))
+    # TREC qrels
+    write_trec_qrels(bench.qrels, out / "qrels.trec")
+    # MTRAG-style JSONL (one record per task)
+    qprov: dict[str, list[dict]] = {}
+    for r in qrels_rows:
+        qprov.setdefault(r["sample_id"], []).append({"doc_id": r["doc_id"], "provenance": r["provenance"],
+                                                     "reason": r["reason"]})
+    _jsonl(out / "mtrag" / "conversations.jsonl", (
+        {"task_id": t.sample_id, "conversation_id": t.conv_id, "turn": t.turn, "answerability": t.answerability,
+         "split": split[t.sample_id],
+         "history": [{"role": "agent" if r == "assistant" else "user", "text": x} for r, x in t.history]
+         + [{"role": "user", "text": t.question}],
+         "rewrite": t.rewrite, "reference_answer": t.reference_answer, "contexts": qprov.get(t.sample_id, []),
+         "turns_since_switch": t.turns_since_switch} for t in bench.turns))
+    # Parquet splits for `datasets`
+    turns = store.read_table("turns").to_pylist()
+    for sp in ("train", "test"):
+        rows = [dict(r, split=sp, positives=[q["doc_id"] for q in qprov.get(r["sample_id"], [])])
+                for r in turns if r["status"] == "ok" and convs[r["conv_id"]]["split"] == sp]
+        (out / "hf").mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows) if rows else pa.table({"sample_id": pa.array([], pa.string())}),
+                       out / "hf" / f"{sp}.parquet")
+    pq.write_table(pa.Table.from_pylist(corpus_rows), out / "hf" / "corpus.parquet")
+    stats = card_stats(store, minutes_per_turn, hourly_usd)
+    (out / "README.md").write_text(dataset_card(store.run_id, stats), encoding="utf-8")
+    return {"export_dir": str(out), **stats}
+
+
+def card_stats(store: RunStore, minutes_per_turn: float, hourly_usd: float) -> dict[str, Any]:
+    turns = store.read_table("turns").to_pylist()
+    convs = store.read_table("conversations").to_pylist()
+    qrels = store.read_table("qrels").to_pylist()
+    ok = [t for t in turns if t["status"] == "ok"]
+    alen = [len(t["answer"]) for t in ok if t["answerability"] == "ANSWERABLE"]
+    llm_cost = 0.0
+    tokens = 0
+    backend = sorted({c["backend"] for c in convs if c["backend"]})
+    if store.has_table("llm_calls"):
+        calls = store.read_table("llm_calls", columns=["call_id", "cost_usd", "prompt_tokens", "completion_tokens"])
+        seen = set()
+        for r in calls.to_pylist():
+            if r["call_id"] in seen:
+                continue
+            seen.add(r["call_id"])
+            llm_cost += r["cost_usd"] or 0.0
+            tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
+    human = len(ok) * minutes_per_turn / 60 * hourly_usd
+    return {
+        "backend": ",".join(backend) or "none",
+        "conversations": len(convs), "conversations_train": sum(c["split"] == "train" for c in convs),
+        "conversations_test": sum(c["split"] == "test" for c in convs),
+        "turns_ok": len(ok), "turns_failed": len(turns) - len(ok),
+        "unanswerable_turns": sum(t["answerability"] == "UNANSWERABLE" for t in ok),
+        "switch_positions": dict(sorted(Counter(c["switch_turn"] for c in convs if c["switch_turn"]).items())),
+        "answer_chars_mean": round(mean(alen), 1) if alen else 0, "answer_chars_median": median(alen) if alen else 0,
+        "qrels": len(qrels), "extra_positives": sum(q["provenance"] == "uniqueness" for q in qrels),
+        "llm_tokens": tokens, "llm_cost_usd": round(llm_cost, 4),
+        "human_cost_usd": round(human, 2), "minutes_per_turn_human": minutes_per_turn, "human_hourly_usd": hourly_usd,
+        "cost_ratio_human_over_llm": (round(human / llm_cost, 1) if llm_cost > 0 else None),
+    }
+
+
+def dataset_card(run_id: str, s: dict[str, Any]) -> str:
+    offline = "offline" in s["backend"]
+    lines = [f"# MTR-Suite benchmark `{run_id}`", ""]
+    if offline:
+        lines += ["> **Generated with the offline backend** (deterministic extractive/heuristic agents, no LLM).",
+                  "> Questions are template-based and lexically close to their passages: use this release to",
+                  "> exercise tooling, not to rank retrievers.", ""]
+    lines += ["Multi-turn conversational retrieval benchmark synthesized by MTR-Suite (questioner, answerer, "
+              "verifier, corpus-wide uniqueness checker, humanizer; hard topic switches).", "",
+              "| statistic | value |", "|---|---|"]
+    for k in ("backend", "conversations", "conversations_train", "conversations_test", "turns_ok", "turns_failed",
+              "unanswerable_turns", "switch_positions", "answer_chars_mean", "answer_chars_median", "qrels",
+              "extra_positives", "llm_tokens", "llm_cost_usd", "human_cost_usd", "cost_ratio_human_over_llm"):
+        lines.append(f"| {k} | {s[k]} |")
+    lines += ["", f"Human cost estimate: {s['turns_ok']} turns x {s['minutes_per_turn_human']} min at "
+                  f"${s['human_hourly_usd']}/h (configurable: synth.minutes_per_turn_human, synth.human_hourly_usd).",
+              "", "## Files", "",
+              "- `beir/<query_mode>/`: corpus.jsonl, queries.jsonl (with split), qrels/{train,test}.tsv, conversations.jsonl",
+              "- `qrels.trec`: TREC qrels (multi-gold; provenance in `mtrag/conversations.jsonl` contexts)",
+              "- `mtrag/conversations.jsonl`: one record per turn, MTRAG style",
+              "- `hf/{train,test,corpus}.parquet`: `datasets.load_dataset('parquet', data_files=...)`",
+              "", "Splits are by conversation (seeded); no conversation is in both."]
+    return "\n".join(lines) + "\n"
