@@ -323,7 +323,9 @@ class Humanizer(LLMStep):
         ant = x.get("antecedent")
         if ant and x.get("history") and ant.lower() in q.lower() and len(ant) > 3:
             pron = "they" if ant.lower().endswith("s") and not ant.lower().endswith("ss") else "it"
-            q = re.sub(re.escape(ant), pron, q, count=1, flags=re.IGNORECASE)
+            q = re.sub(rf"(?:\bthe\s+)?{re.escape(ant)}(['’]s)?",
+                       lambda m: ("its" if pron == "it" else "their") if m.group(1) else pron, q, count=1,
+                       flags=re.IGNORECASE)
         q = re.sub(r"^What is known about ", "what about ", q)
         q = re.sub(r"^Can you tell me more about ", "more on ", q)
         q = q.replace(" in the context of ", " in ")

@@ -84,7 +84,7 @@ def test_equals_raw_bm25s(method):
         got = ours.search({"q": query}, 10)["q"]
         for i, (d, _) in enumerate(DOCS):
             if d in got:
-                assert got[d] == pytest.approx(float(raw_scores[i]), rel=1e-5)
+                assert got[d] == float(raw_scores[i])  # bit-identical: same accumulation order
             else:  # only docs without a positive score are left out
                 assert raw_scores[i] <= 0 or method in ("bm25+", "bm25l")
                 if method == "lucene":  # lucene idf > 0: left out = shares no token
@@ -103,6 +103,17 @@ def test_okapi_variant_equals_rank_bm25():
         got = ours.search({"q": query}, 10)["q"]
         for i, (d, _) in enumerate(docs):
             assert got.get(d, 0.0) == pytest.approx(float(want[i]), rel=1e-5, abs=1e-9)
+
+
+def test_weighted_token_queries():
+    r = BM25Retriever().index(DOCS)
+    one = r.search({"q": "cat"}, 10)["q"]
+    both = r.search({"q": "cat mat"}, 10)["q"]
+    mat = r.search({"q": "mat"}, 10)["q"]
+    w = r.search_token_weights({"a": {"cat": 2.0}, "b": {"cat": 0.5, "mat": 3.0}, "c": {"zzz": 1.0}}, 10)
+    assert w["a"] == {d: pytest.approx(2 * s, rel=1e-6) for d, s in one.items()}
+    assert w["b"] == {d: pytest.approx(0.5 * one.get(d, 0) + 3 * mat.get(d, 0), rel=1e-6) for d in both}
+    assert w["c"] == {}
 
 
 def test_unknown_or_empty_queries_return_empty_lists():

@@ -1,7 +1,6 @@
 """Query expansion (PRF and LLM hook), hybrid retriever and the registry."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from retrieval.registry import RETRIEVERS, build_retriever

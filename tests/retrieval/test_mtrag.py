@@ -67,6 +67,30 @@ def test_bm25_reproduces_the_orientation_numbers(tmp_path):
         assert again.loaded_from_cache and again.index_path == bm25.index_path
 
 
+# BM25 + offline PRF expansion (RM3 terms from the top 10 docs, 10 terms, 1 expansion, RRF
+# of original + expanded query): (nDCG@5, R@5). Not better than plain BM25 on this pool.
+PRF_PINNED = {
+    ("clapnq", "lastturn"): (0.17414838, 0.19756181),
+    ("clapnq", "questions"): (0.14466038, 0.15657051),
+    ("clapnq", "rewrite"): (0.21126899, 0.24951923),
+    ("cloud", "lastturn"): (0.17009878, 0.20293820),
+    ("cloud", "questions"): (0.12335959, 0.16260132),
+    ("cloud", "rewrite"): (0.18754274, 0.21862969),
+}
+
+
+def test_bm25_with_prf_expansion():
+    from retrieval.expansion import ExpansionRetriever, QueryExpander
+    for domain in DOMAINS:
+        qrels = load_qrels(domain)
+        er = ExpansionRetriever(BM25Retriever(), QueryExpander(n_expansions=1)).index(load_corpus(domain))
+        assert er.describe()["expansion_backend"] == "prf"
+        for qtype in QUERY_TYPES:
+            m = mean_metrics(er.search(_queries(domain, qtype, qrels), K), qrels, ("ndcg_cut_5", "recall_5"))
+            got = (m["ndcg_cut_5"], m["recall_5"])
+            assert got == pytest.approx(PRF_PINNED[domain, qtype], abs=1e-8), (domain, qtype, got)
+
+
 # ---------------------------------------------------------------------------------------
 # dense and hybrid
 

@@ -1,0 +1,63 @@
+"""A fake OpenAI-compatible server that answers each synthesis role plausibly.
+
+Built on :class:`agents.fake_server.FakeLLMServer` (real sockets); it recognises the role
+from the system prompt and answers from the prompt's own content, deterministically, so the
+whole LLM path of the synthesis graph (structured outputs, cache, accounting, budgets,
+resume) can be tested and benchmarked without an endpoint. Scripted replies
+(``server.on(...)`` / ``server.script(...)``) still take precedence.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from agents.fake_server import FakeLLMServer
+
+
+def _sents(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+class RoleScriptedServer(FakeLLMServer):
+    """Per-role automatic answers for questioner, answerer, verifier, uniqueness, humanizer."""
+
+    verifier_accepts = True
+    uniqueness_answers = False
+
+    def _auto_content(self, body: dict[str, Any], prompt_text: str) -> str:
+        msgs = body.get("messages", [])
+        system = next((m.get("content", "") for m in msgs if m.get("role") == "system"), "")
+        user = next((m.get("content", "") for m in reversed(msgs) if m.get("role") == "user"), "")
+        h = int(hashlib.sha256(prompt_text.encode()).hexdigest()[:8], 16)
+        if "write questions for a conversational search benchmark" in system:
+            passages = re.findall(r"^\[(\d+)\] (.*)$", user, flags=re.M)
+            if "NONE of the passages" in user:
+                return json.dumps({"doc_index": 0, "question": "Who will chair the committee in 2090?",
+                                   "standalone_question": "Who will chair the committee in 2090?"})
+            idx = (h % len(passages)) + 1 if passages else 1
+            words = passages[idx - 1][1].split()[:6] if passages else ["this"]
+            q = f"What is said about {' '.join(w.strip('.,;:()') for w in words)}?"
+            return json.dumps({"doc_index": idx, "question": q, "standalone_question": q})
+        if "helpful, thorough assistant" in system:
+            doc = user.split("Document:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
+            return json.dumps({"answer": " ".join(_sents(doc)[:2]) or doc[:200]})
+        if "data-quality reviewer" in system:
+            ok = self.verifier_accepts
+            return json.dumps({"reason": "supported" if ok else "not supported by the passage",
+                               "answerable": ok, "faithful": ok, "novel": True})
+        if "relevance assessor" in system:
+            return json.dumps({"reason": "scripted", "answers": self.uniqueness_answers})
+        if "rewrite questions the way real users type" in system:
+            last = user.split("Last user question: ", 1)[-1].split("\n", 1)[0]
+            return json.dumps({"text": last.lower().replace("what is said about", "whats up with")})
+        return super()._auto_content(body, prompt_text)
+
+
+def fake_llm_config(server: FakeLLMServer, **kw: Any):
+    """An LLM config with one endpoint at ``server`` and millisecond backoffs (tests, benchmarks)."""
+    from agents.config import EndpointConfig, LLMConfig, RetryConfig
+    return LLMConfig(endpoints={"fake": EndpointConfig(base_url=server.base_url, model="fake-model", timeout_s=5,
+                                                       max_concurrency=8)},
+                     retry=RetryConfig(backoff_base_s=0.002, backoff_max_s=0.02), **kw)

@@ -1,0 +1,196 @@
+"""Candidate lists of the distinguishability test: gold passage + hard negatives, shuffled
+with a recorded seed.
+
+Two sources (``AuditConfig.candidates``):
+
+* ``retrieved`` (default): hard negatives **retrieved** from the benchmark's own corpus with
+  :class:`NegativeMiner` (BM25 + dense hybrid by default). Every gold passage of the turn is
+  excluded, and so is any passage whose text equals a gold passage's text (a duplicate is a
+  missing positive no judge could tell apart). The first ``n_negatives`` remaining hits are
+  kept, in rank order.
+* ``benchmark``: the benchmark's own list (:attr:`storage.benchmark.BenchTurn.candidates`,
+  e.g. ChatRAG ``ctxs``, CORAL neighbours): the gold passage plus the first ``n_negatives``
+  non-gold entries in the benchmark's order. A turn whose gold passage is not in its list is
+  skipped and counted (the reference scored it 0 without showing it).
+
+In both, exactly one gold passage is shown (the highest graded, then the first listed); the
+list is shuffled with ``random.Random(item_seed)`` where ``item_seed`` is derived from the
+global seed, the sample id and the source (:func:`item_seed`), so it is reproducible and
+independent of which other items are audited. The gold position (1-based) is stored; the
+optional second pass shows the same list reversed.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from storage.benchmark import BenchTurn
+from storage.records import Document
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """One candidate list as shown to the judges.
+
+    Attributes:
+        sample_id: the turn.
+        source: ``retrieved`` or ``benchmark``.
+        gold_doc: the gold passage shown.
+        order: doc ids in the order shown (position ``i`` is ``order[i-1]``).
+        gold_position: 1-based position of ``gold_doc`` in ``order``.
+        seed: the audit's global seed.
+        item_seed: the seed of this list's shuffle (see :func:`item_seed`).
+        query: the retrieval query (empty for the benchmark source).
+        reversed: True for the reversed-order second pass.
+    """
+
+    sample_id: str
+    source: str
+    gold_doc: str
+    order: tuple[str, ...]
+    gold_position: int
+    seed: int
+    item_seed: int
+    query: str = ""
+    reversed: bool = False
+
+    @property
+    def n_negatives(self) -> int:
+        return len(self.order) - 1
+
+    @property
+    def variant(self) -> str:
+        return f"{self.source}-reversed" if self.reversed else self.source
+
+    def reverse(self) -> "CandidateSet":
+        """The same list in reversed order (the position-bias pass)."""
+        return replace(self, order=self.order[::-1], gold_position=len(self.order) + 1 - self.gold_position,
+                       reversed=not self.reversed)
+
+
+def item_seed(seed: int, sample_id: str, source: str) -> int:
+    """``int(sha256("<seed>:<sample_id>:<source>")[:12], 16)``: the per-item shuffle seed."""
+    return int(hashlib.sha256(f"{seed}:{sample_id}:{source}".encode("utf-8")).hexdigest()[:12], 16)
+
+
+def shuffle_candidates(sample_id: str, gold: str, negatives: Sequence[str], seed: int, source: str,
+                       query: str = "") -> CandidateSet:
+    """Shuffle ``[gold, *negatives]`` with the item's derived seed and record where gold went."""
+    if gold in negatives:
+        raise ValueError(f"{sample_id}: the gold passage {gold!r} is among its negatives")
+    s = item_seed(seed, sample_id, source)
+    order = [gold, *negatives]
+    random.Random(s).shuffle(order)
+    return CandidateSet(sample_id=sample_id, source=source, gold_doc=gold, order=tuple(order),
+                        gold_position=order.index(gold) + 1, seed=seed, item_seed=s, query=query)
+
+
+def primary_gold(gold: Mapping[str, int]) -> str:
+    """The gold passage shown in the test: highest grade, then the benchmark's order."""
+    return max(enumerate(gold.items()), key=lambda x: (x[1][1], -x[0]))[1][0]
+
+
+def ordered_gold(gold: Mapping[str, int]) -> list[str]:
+    """Gold doc ids, highest grade first, then the benchmark's order."""
+    return [d for _, (d, _) in sorted(enumerate(gold.items()), key=lambda x: (-x[1][1], x[0]))]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def benchmark_negatives(turn: BenchTurn, n: int) -> list[str] | None:
+    """The first ``n`` non-gold passages of the benchmark's own list; None when the turn has
+    no list or its gold passage is not in it."""
+    if not turn.candidates or primary_gold(turn.gold) not in turn.candidates:
+        return None
+    return [d for d in turn.candidates if d not in turn.gold][:n]
+
+
+# --------------------------------------------------------------------------------------
+# queries
+# --------------------------------------------------------------------------------------
+def build_query(turn: BenchTurn, mode: str = "auto", max_chars: int = 1500) -> tuple[str, str]:
+    """``(query, how)`` for retrieving hard negatives of ``turn``.
+
+    ``auto``: the benchmark's standalone rewrite when it has one, else all user turns
+    (oldest first, left-truncated to ``max_chars`` so the current question survives).
+    ``rewrite`` falls back to all user turns when a turn has no rewrite (``how`` says so).
+    """
+    from retrieval.queries import QueryBuilder
+    if mode in ("auto", "rewrite"):
+        if turn.rewrite:
+            return turn.rewrite.strip(), "rewrite"
+        mode = "all_user_turns"
+    qb = QueryBuilder(mode=mode, max_chars=max_chars)
+    return qb.build(turn.messages()), mode
+
+
+# --------------------------------------------------------------------------------------
+# hard negatives
+# --------------------------------------------------------------------------------------
+def corpus_docs(corpus: Mapping[str, Document]) -> list[tuple[str, str]]:
+    """``(doc_id, "title\\ntext")`` of every non-empty passage (what retrievers index)."""
+    out = []
+    for d, doc in corpus.items():
+        if doc.text and doc.text.strip():
+            out.append((d, f"{doc.title}\n{doc.text}" if doc.title else doc.text))
+    return out
+
+
+class NegativeMiner:
+    """Retrieve hard negatives from a benchmark's own corpus.
+
+    Args:
+        corpus: the benchmark corpus.
+        method: ``hybrid`` (BM25 + dense, min-max fusion), ``rrf``, ``bm25`` or ``dense``.
+        dense_model: encoder of the dense part (None = bundled MiniLM).
+        cache_dir: embedding cache folder for the dense part.
+        bm25: an already indexed ``BM25Retriever`` over :func:`corpus_docs` (reused).
+    """
+
+    def __init__(self, corpus: Mapping[str, Document], method: str = "hybrid", dense_model: str | None = None,
+                 cache_dir: str | Path | None = None, bm25=None) -> None:
+        from retrieval.bm25 import BM25Retriever
+        from retrieval.dense import DenseRetriever
+        from retrieval.hybrid import HybridRetriever
+        self.corpus = corpus
+        self.method = method
+        docs = corpus_docs(corpus)
+        self._text = {d: _norm(corpus[d].text) for d, _ in docs}
+        parts = []
+        if method in ("hybrid", "rrf", "bm25"):
+            if bm25 is None:
+                bm25 = BM25Retriever().index(docs)
+            parts.append(bm25)
+        if method in ("hybrid", "rrf", "dense"):
+            parts.append(DenseRetriever(model=dense_model, cache_dir=cache_dir).index(docs))
+        if method in ("hybrid", "rrf"):
+            self.retriever = HybridRetriever(parts, fusion="rrf" if method == "rrf" else "minmax")
+        elif parts:
+            self.retriever = parts[0]
+        else:
+            raise ValueError(f"unknown negatives retriever {method!r}")
+
+    def describe(self) -> dict:
+        d = self.retriever.describe() if hasattr(self.retriever, "describe") else {"retriever": self.method}
+        return {"method": self.method, **d}
+
+    def mine(self, queries: Mapping[str, str], gold: Mapping[str, Sequence[str]], n: int) -> dict[str, list[str]]:
+        """``{sample_id: negatives}`` (rank order, at most ``n``) for ``{sample_id: query}``;
+        ``gold[sample_id]`` are excluded, with any passage whose text equals a gold text."""
+        if not queries:
+            return {}
+        depth = n + max((len(g) for g in gold.values()), default=1) + 10
+        run = self.retriever.search(dict(queries), depth)
+        out: dict[str, list[str]] = {}
+        for sid in queries:
+            g = set(gold.get(sid, ()))
+            gtexts = {self._text.get(d) or _norm(self.corpus[d].text) for d in g if d in self.corpus}
+            hits = run.get(sid, {})          # already in trec_eval order (score desc, id desc)
+            negs = [d for d in hits if d not in g and self._text.get(d) not in gtexts]
+            out[sid] = negs[:n]
+        return out

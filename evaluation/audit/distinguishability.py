@@ -1,0 +1,50 @@
+"""Metric 2, evidence completeness via the distinguishability test (0/1): shown the gold
+passage among hard negatives, does the judge pick the gold one as the passage most likely
+to answer the current question? Picking another passage flags possible annotation
+*sparsity* (a missing positive); those passages are exported for human review.
+
+The candidate lists (gold + retrieved hard negatives, or the benchmark's own list) and
+their seeded shuffles are built by :mod:`evaluation.audit.candidates`; this module only
+asks and parses. The score of a judgment is 1 when the chosen passage is the gold one.
+
+Inputs: ``{"question", "history", "rewrite", "query", "candidates": [{"doc_id", "title",
+"text"}...]}`` in the order shown. Output: :class:`~evaluation.audit.base.Choice`
+(1-based position in that order).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from evaluation.audit.base import Choice, JudgeStep, parse_choice
+
+EXAMPLE = """Example:
+Current user question: How tall is the Eiffel Tower?
+[1] (title: Statue of Liberty) The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor.
+[2] (title: Eiffel Tower) The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall.
+[3] (title: Big Ben) Big Ben is the nickname for the Great Bell of the clock at the Palace of Westminster in London.
+{"rationale": "Only passage [2] is about the Eiffel Tower and it states its height.", "choice": 2}"""
+
+
+class DistinguishabilityJudge(JudgeStep):
+    """Distinguishability judge (see module docstring)."""
+
+    metric = "distinguishability"
+    prompt_version = "mtr-eval-distinguishability-v1"
+    output_model = Choice
+
+    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
+        cands = x["candidates"]
+        n = len(cands)
+        listing = "\n\n".join(self.passage(c, f"[{i}]") for i, c in enumerate(cands, start=1))
+        user = (
+            f"Below are {n} numbered candidate passages. Choose the single passage that is most likely to "
+            "contain the answer to the user's current question in this multi-turn conversation. Use the "
+            "conversation to understand what the question refers to. Exactly one passage must be chosen, "
+            "even if several seem relevant or none does.\n\n"
+            f"{EXAMPLE}\n\n---\n{self.conversation(x)}\n\nCandidates:\n{listing}\n\n"
+            'Reply with only a JSON object {"rationale": "<your reasoning, a few sentences>", '
+            f'"choice": <the passage number, 1-{n}>}}. Write the rationale first, then the choice.')
+        return self._messages(user)
+
+    def parse(self, text: str | None, inputs: Any) -> Choice:
+        return parse_choice(text, len(inputs["candidates"]))

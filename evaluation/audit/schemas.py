@@ -1,0 +1,88 @@
+"""Arrow schemas of the audit's tables (``<out>/<name>.parquet``).
+
+* ``audit_scores`` — one row per judgment (judge x unit x metric variant): score, rationale,
+  status (``ok`` | ``parse_failure`` | ``failed`` | ``excluded_self``), raw prompt/output,
+  model, usage; distinguishability rows also hold the candidate order, gold position,
+  chosen position and the seeds.
+* ``audit_items`` — the ensemble per unit (mean of 1-5 ratings / majority of 0/1 scores over
+  the judges that gave a valid, non-self judgment).
+* ``audit_summary`` — per benchmark x metric variant x judge (and ``ensemble``): mean,
+  bootstrap CI, n, parse failures, other failures, self exclusions, skipped items.
+* ``audit_agreement`` — inter-judge agreement per benchmark x metric variant.
+* ``audit_position`` — position bias of the distinguishability test per judge.
+* ``audit_candidates`` — every candidate list shown (order, gold position, seeds, query).
+* ``audit_missing_positives`` — passages judges chose over the gold one (for human review).
+* ``audit_skipped`` — turns not judged for a metric, with the reason.
+* ``audit_human`` — correlation of each judge and the ensemble with human ratings.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+S, I, F, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()
+
+AUDIT_SCORES = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("unit_id", S), ("doc_id", S), ("metric", S), ("variant", S),
+    ("judge", S), ("judge_kind", S), ("model", S), ("backend", S), ("status", S), ("failure_kind", S),
+    ("failure_message", S), ("score", F), ("rating", I), ("rationale", S), ("raw_output", S),
+    ("raw_prompt_json", S), ("prompt_version", S), ("cache_hit", B), ("prompt_tokens", I),
+    ("completion_tokens", I), ("generator", S),
+    ("candidate_source", S), ("pass", S), ("candidates", pa.list_(S)), ("gold_doc", S), ("gold_position", I),
+    ("chosen_position", I), ("chosen_doc", S), ("seed", I), ("item_seed", I),
+])
+
+AUDIT_ITEMS = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("unit_id", S), ("doc_id", S), ("metric", S), ("variant", S),
+    ("ensemble", F), ("n_judges", I), ("n_votes_gold", I), ("judge_min", F), ("judge_max", F),
+    ("judge_std", F), ("judge_scores_json", S), ("gold_position", I), ("majority_choice", S),
+])
+
+AUDIT_SUMMARY = pa.schema([
+    ("benchmark", S), ("metric", S), ("variant", S), ("judge", S), ("judge_kind", S), ("scale", S),
+    ("mean", F), ("ci_low", F), ("ci_high", F), ("confidence", F), ("n", I), ("n_attempted", I),
+    ("n_parse_failures", I), ("n_failures", I), ("n_excluded_self", I), ("n_skipped", I),
+    ("parse_failure_rate", F),
+])
+
+AUDIT_AGREEMENT = pa.schema([
+    ("benchmark", S), ("metric", S), ("variant", S), ("n_judges", I), ("n_units", I), ("alpha", F),
+    ("alpha_level", S), ("mean_pairwise_spearman", F), ("mean_pairwise_agreement", F), ("choice_alpha", F),
+])
+
+AUDIT_POSITION = pa.schema([
+    ("benchmark", S), ("source", S), ("judge", S), ("n_items", I), ("accuracy_forward", F),
+    ("accuracy_reversed", F), ("n_both", I), ("consistency", F), ("first_position_rate", F),
+    ("last_position_rate", F), ("chosen_position_hist", pa.list_(I)), ("gold_position_hist", pa.list_(I)),
+])
+
+AUDIT_CANDIDATES = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("source", S), ("gold_doc", S), ("order", pa.list_(S)),
+    ("gold_position", I), ("reversed_gold_position", I), ("n_negatives", I), ("seed", I), ("item_seed", I),
+    ("query", S), ("query_source", S),
+])
+
+AUDIT_MISSING_POSITIVES = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("conv_id", S), ("turn", I), ("source", S), ("question", S),
+    ("rewrite", S), ("gold_doc", S), ("gold_text", S), ("candidate_doc", S), ("candidate_title", S),
+    ("candidate_text", S), ("n_picks", I), ("n_judgments", I), ("picked_by", pa.list_(S)),
+    ("ensemble_flagged", B), ("rationales_json", S),
+])
+
+AUDIT_SKIPPED = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("metric", S), ("variant", S), ("reason", S), ("detail", S),
+])
+
+AUDIT_HUMAN = pa.schema([
+    ("metric", S), ("rater", S), ("n", I), ("pearson", F), ("pearson_p", F), ("spearman", F), ("spearman_p", F),
+])
+
+SCHEMAS = {"audit_scores": AUDIT_SCORES, "audit_items": AUDIT_ITEMS, "audit_summary": AUDIT_SUMMARY,
+           "audit_agreement": AUDIT_AGREEMENT, "audit_position": AUDIT_POSITION,
+           "audit_candidates": AUDIT_CANDIDATES, "audit_missing_positives": AUDIT_MISSING_POSITIVES,
+           "audit_skipped": AUDIT_SKIPPED, "audit_human": AUDIT_HUMAN}
+
+
+def table(name: str, rows: list[dict]) -> pa.Table:
+    """Rows (dicts; missing keys are null) as a table of schema ``name``."""
+    schema = SCHEMAS[name]
+    return pa.Table.from_pylist([{f: r.get(f) for f in schema.names} for r in rows], schema=schema)

@@ -1,0 +1,109 @@
+"""Graph behaviour on tiny hand-made corpora: verifier loop, uniqueness (extra positives and
+regeneration), standalone question after a topic switch, unanswerable turns."""
+import asyncio
+import json
+
+from agents.config import LLMConfig
+from agents.fake_server import Reply
+from agents.session import LLMSession
+from agents.synth.config import SynthConfig
+from agents.synth.graph import GraphContext, build_graph
+from agents.synth.run import ConvPlan, assemble
+from storage.store import RunStore
+from agents.synth.fake_roles import fake_llm_config
+
+BERLIN = ("The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "
+          "It was built by the German Democratic Republic. Its fall in November 1989 was a pivotal event.")
+PIGS = ("Guinea pigs are large rodents of the genus Cavia. They originated in the Andes of South America. "
+        "Guinea pigs were domesticated about 5000 BC for food.")
+CELTS = ("The Celts were a collection of Indo-European peoples in Europe. Celtic languages such as Irish and "
+         "Welsh are still spoken. The Celts built hillforts across Britain.")
+CORPUS = {"berlin": {"doc_id": "d1", "title": "Berlin Wall", "text": BERLIN},
+          "berlin_dup": {"doc_id": "d9", "title": "Berlin Wall (copy)", "text": "Copy. " + BERLIN},
+          "pigs": {"doc_id": "d2", "title": "Guinea pig", "text": PIGS},
+          "celts": {"doc_id": "d3", "title": "Celts", "text": CELTS}}
+
+
+def _plan(pool, n_turns=1, switch_turn=None, switch_pool=(), unans=()):
+    return ConvPlan(conv_id="c1", seed=0, n_turns=n_turns, cluster_id=0, topic_id=0, pool=tuple(pool),
+                    switch_turn=switch_turn, switch_cluster_id=1 if switch_turn else None,
+                    switch_topic_id=1 if switch_turn else None, switch_pool=tuple(switch_pool),
+                    unanswerable_turns=tuple(unans))
+
+
+def _run(plan, cfg, llm_cfg, search, store=None):
+    async def main():
+        async with LLMSession(llm_cfg, store=store, write_manifest=False) as llm:
+            g = build_graph(GraphContext(corpus=CORPUS, llm=llm, search=search, cfg=cfg))
+            return await g.ainvoke(plan.initial_state(), {"recursion_limit": 1000})
+    return asyncio.run(main())
+
+
+OFFLINE = LLMConfig(backend="offline")
+
+
+def test_duplicate_passage_becomes_extra_positive(tmp_path):
+    state = _run(_plan(["berlin"]), SynthConfig(turns=1, max_extra_positives=2), OFFLINE,
+                 lambda q, k: ["berlin", "berlin_dup", "pigs"])
+    (t,) = state["turns"]
+    assert t["status"] == "ok" and t["gold_doc_ids"] == ["berlin"]
+    assert [e["doc_id"] for e in t["extra_positives"]] == ["berlin_dup"]
+    assert "coverage" in t["extra_positives"][0]["reason"]
+    store = RunStore(str(tmp_path / "r"))
+    assemble(store, [_plan(["berlin"])], {"c1": state}, SynthConfig())
+    qrels = store.read_table("qrels").to_pylist()
+    assert {(q["doc_id"], q["provenance"]) for q in qrels} == {("berlin", "gold"), ("berlin_dup", "uniqueness")}
+
+
+def test_ambiguous_question_is_regenerated_then_recorded_failed():
+    cfg = SynthConfig(turns=1, max_extra_positives=0, max_attempts=3)
+    state = _run(_plan(["berlin"]), cfg, OFFLINE, lambda q, k: ["berlin", "berlin_dup"])
+    (t,) = state["turns"]
+    assert t["status"] == "failed" and t["verifier_attempts"] == 3
+    assert "uniqueness: 1 other passages also answer" in t["failure_reason"]
+    assert state["failures"][0]["sample_id"] == "c1:1"
+    # the regenerate policy with no other answering passage accepts the turn
+    ok = _run(_plan(["berlin"]), SynthConfig(turns=1, uniqueness_policy="regenerate"), OFFLINE,
+              lambda q, k: ["berlin", "pigs"])
+    assert ok["turns"][0]["status"] == "ok" and ok["turns"][0]["extra_positives"] == []
+
+
+def test_verifier_loop_sends_reason_back_to_questioner(role_server):
+    role_server.on("data-quality reviewer", Reply.json({"reason": "the answer invents a date", "answerable": True,
+                                                        "faithful": False, "novel": True}))
+    state = _run(_plan(["berlin"]), SynthConfig(turns=1), fake_llm_config(role_server), lambda q, k: ["berlin"])
+    (t,) = state["turns"]
+    assert t["status"] == "ok" and t["verifier_attempts"] == 2 and t["backend"] == "openai"
+    qreqs = [r.text for r in role_server.requests if "write questions for a conversational" in r.text]
+    assert len(qreqs) == 2
+    assert "rejected: verifier: the answer invents a date" in qreqs[1] and "rejected" not in qreqs[0]
+
+
+def test_switch_turn_is_standalone_and_humanized_without_history(role_server):
+    plan = _plan(["berlin"], n_turns=3, switch_turn=2, switch_pool=["pigs", "celts"])
+    state = _run(plan, SynthConfig(turns=3), fake_llm_config(role_server), lambda q, k: [])
+    t1, t2, t3 = state["turns"]
+    assert [t["status"] for t in state["turns"]] == ["ok"] * 3
+    assert (t1["is_switch"], t2["is_switch"], t3["is_switch"]) == (False, True, False)
+    assert (t1["turns_since_switch"], t2["turns_since_switch"], t3["turns_since_switch"]) == (None, 0, 1)
+    assert t2["gold_doc_ids"][0] in ("pigs", "celts") and t2["topic_id"] == 1
+    qreqs = [r.text for r in role_server.requests if "write questions for a conversational" in r.text]
+    assert "Conversation so far" not in qreqs[1] and "fully self-contained" in qreqs[1]
+    history3 = qreqs[2].split("Passages:")[0]
+    assert t1["question"] not in history3 and t2["question"] in history3   # turn 3 talks about the new topic
+    hreqs = [r.text for r in role_server.requests if "rewrite questions the way real users" in r.text]
+    assert len(hreqs) == 2 and "(no earlier turns)" in hreqs[0] and "(no earlier turns)" not in hreqs[1]
+    assert t1["question"] == t1["question_original"]          # the first turn stays formal
+
+
+def test_unanswerable_turn_has_no_qrels(tmp_path):
+    plan = _plan(["berlin", "pigs"], n_turns=2, unans=[2])
+    state = _run(plan, SynthConfig(turns=2), OFFLINE, lambda q, k: ["celts"])
+    t1, t2 = state["turns"]
+    assert t2["answerability"] == "UNANSWERABLE" and t2["gold_doc_ids"] == [] and t2["status"] == "ok"
+    store = RunStore(str(tmp_path / "r"))
+    assemble(store, [plan], {"c1": state}, SynthConfig())
+    assert {q["sample_id"] for q in store.read_table("qrels").to_pylist()} == {"c1:1"}
+    turns = store.read_table("turns").to_pylist()
+    assert [t["sample_id"] for t in turns] == ["c1:1", "c1:2"]
+    assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v1"

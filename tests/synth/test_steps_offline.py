@@ -1,0 +1,60 @@
+from agents.synth import text as T
+from agents.synth.steps import (Answerer, Humanizer, Questioner, UniquenessJudge, Verifier, humanizer_guard)
+
+P1 = {"doc_id": "p1", "title": "Berlin Wall",
+      "text": "The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "
+              "It was built by East Germany. Its fall in November 1989 was a pivotal event."}
+P2 = {"doc_id": "p2", "title": "Guinea pig",
+      "text": "Guinea pigs are large rodents of the genus Cavia. They originated in the Andes of South America."}
+
+
+def test_question_rules():
+    assert T.question_from_sentence("The Berlin Wall was a guarded concrete barrier.", "Berlin Wall")[0] == \
+        "What was the Berlin Wall?"
+    assert T.question_from_sentence("In 1961, East Germany began building the wall overnight.", "")[0] == \
+        "What happened in 1961 regarding East Germany?"
+    assert T.sentences("# Title\n\nOne sentence here. Two follows.") == ["One sentence here.", "Two follows."]
+
+
+def test_offline_questioner_prefers_unused_passages_and_avoids_repeats():
+    q = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [], "used_gold": ["p1"]})
+    # the sentence naming more entities wins: "They originated in the Andes of South America."
+    assert (q.doc_index, q.question) == (2, "What is known about Andes of South America?")
+    q2 = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [q.question], "used_gold": ["p1"]})
+    assert (q2.doc_index, q2.question) == (2, "What are Guinea pigs?")
+    u = Questioner().run_offline({"passages": [P1], "unanswerable": True})
+    assert u.doc_index == 0 and u.question.endswith("?")
+
+
+def test_offline_answer_is_extractive_and_verifier_checks():
+    a = Answerer().run_offline({"question": "What was the Berlin Wall?", "passage": P1}).answer
+    assert all(s in P1["text"] for s in T.sentences(a)) and len(T.sentences(a)) == 3
+    v = Verifier().run_offline({"question": "What was the Berlin Wall?", "standalone_question": "What was the Berlin Wall?",
+                                "answer": a, "passage": P1, "previous_questions": []})
+    assert v.answerable and v.faithful and v.novel
+    bad = Verifier().run_offline({"question": "What was the Berlin Wall?", "standalone_question": "What was the Berlin Wall?",
+                                  "answer": "It was painted pink by penguins.", "passage": P1,
+                                  "previous_questions": ["What was the Berlin Wall?"]})
+    assert not bad.faithful and not bad.novel and "repeats" in bad.reason
+    off = Verifier().run_offline({"question": "Where do guinea pigs come from?",
+                                  "standalone_question": "Where do guinea pigs come from originally?",
+                                  "answer": a, "passage": P1, "previous_questions": []})
+    assert not off.answerable
+
+
+def test_offline_uniqueness_judge():
+    ans = Answerer().run_offline({"question": "What was the Berlin Wall?", "passage": P1}).answer
+    dup = {"doc_id": "d", "text": "Intro. " + P1["text"]}
+    assert UniquenessJudge().run_offline({"question": "What was the Berlin Wall?", "answer": ans, "candidate": dup}).answers
+    assert not UniquenessJudge().run_offline({"question": "What was the Berlin Wall?", "answer": ans,
+                                              "candidate": P2}).answers
+
+
+def test_offline_humanizer_and_guards():
+    h = Humanizer().run_offline({"question": "What was the Berlin Wall's purpose?", "history": [["user", "x"]],
+                                 "antecedent": "Berlin Wall"})
+    assert h.text == "what was its purpose?"
+    assert humanizer_guard("What is X?", "sure, x?") == ("What is X?", "contains a banned phrase")
+    assert humanizer_guard("What is X?", "what is x and y and z and more?")[1] == "longer than 1.3x the original"
+    assert humanizer_guard("What is X?", "x?") == ("What is X?", "too short")
+    assert humanizer_guard("What is X?", "whats x?") == ("whats x?", None)
