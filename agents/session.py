@@ -173,7 +173,11 @@ class LLMSession:
         resolved = self.resolve(step)
         if resolved.backend == "offline":
             return await self._run_offline(step, inputs, resolved, item_id)
-        self.budget.check()
+        try:
+            self.budget.check()
+        except BudgetExceeded as exc:
+            self.stopped_reason = self.stopped_reason or exc.reason
+            raise
         return await self._run_openai(step, inputs, resolved, item_id, sample)
 
     async def map(self, step: LLMStep, inputs: Sequence[Any], *, item_ids: Sequence[str] | None = None,

@@ -26,7 +26,8 @@ app = typer.Typer(
 )
 
 # Sub-command modules; each has register(app). Order = order in --help.
-_MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm")
+_MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm", "flows.cli_audit",
+            "flows.cli_abstention")
 for _name in _MODULES:
     try:
         _mod = importlib.import_module(_name)

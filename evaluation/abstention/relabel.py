@@ -94,11 +94,11 @@ def write_suggestions(rows: Sequence[Suggestion], out_dir: str | Path, texts: Ma
         d["judges_partial"] = ";".join(d["judges_partial"])
         d["retrievers"] = ";".join(d["retrievers"])
         recs.append(d | {"question": t.question, "reference_answer": t.reference_answer,
-                         "passage": texts.get(s.doc_id, ""), "suggested_grade": 1})
+                         "passage": texts.get(s.doc_id, ""), "suggested_grade": 1} | ({"note": note} if note else {}))
     paths = {"jsonl": out / "relabel_suggestions.jsonl", "csv": out / "relabel_suggestions.csv"}
     with paths["jsonl"].open("w", encoding="utf-8") as f:
         for r in recs:
-            f.write(json.dumps(r | ({"note": note} if note else {}), ensure_ascii=False) + "\n")
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
     cols = list(recs[0]) if recs else ["sample_id", "doc_id", "suggested_grade"]
     with paths["csv"].open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)

@@ -66,16 +66,16 @@ def write_review(sample: Sequence[Context], benchmark: Benchmark, out_dir: str |
         sample: contexts from :func:`sample_for_review`.
         judge_labels: ``{judge: {context key: label}}`` (goes to the key file only).
         k: passages per context (columns p1..pk).
-        note: a line stored with every JSON row (e.g. the offline-demonstration notice).
+        note: a column stored with every row (e.g. the offline-demonstration notice).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     turns = benchmark.by_id()
-    rows = [_row(i, c, benchmark, turns, k) for i, c in enumerate(sample, start=1)]
+    rows = [_row(i, c, benchmark, turns, k) | ({"note": note} if note else {}) for i, c in enumerate(sample, start=1)]
     paths = {"jsonl": out / "review_sample.jsonl", "csv": out / "review_sample.csv", "key": out / "review_key.csv"}
     with paths["jsonl"].open("w", encoding="utf-8") as f:
         for r in rows:
-            f.write(json.dumps(r | ({"note": note} if note else {}), ensure_ascii=False) + "\n")
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
     cols = list(rows[0]) if rows else ["review_id", "retriever", "sample_id", "human_label", "human_notes"]
     with paths["csv"].open("w", encoding="utf-8", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)

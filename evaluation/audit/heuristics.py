@@ -89,8 +89,8 @@ class EvidenceIndex:
             self._scores.move_to_end(query)
             return self._scores[query]
         bm = self.bm25
-        w = bm.query_weights(query)
-        s = bm.score_weighted(w) if w else np.zeros(len(bm.doc_ids))
+        ids = bm.query_token_ids(query)
+        s = bm.score_ids(ids) if ids else np.zeros(len(bm.doc_ids))
         self._scores[query] = s
         if len(self._scores) > 256:
             self._scores.popitem(last=False)

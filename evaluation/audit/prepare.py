@@ -76,8 +76,8 @@ class PreparedBenchmark:
             key = f"{u.metric}[{u.variant}]" if u.variant else u.metric
             by[key] = by.get(key, 0) + 1
         reasons: dict[str, int] = {}
-        for s in self.skipped:
-            reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
+        for reason, _ in dict.fromkeys((s["reason"], s["sample_id"]) for s in self.skipped):
+            reasons[reason] = reasons.get(reason, 0) + 1     # distinct turns per reason
         return {"turns": self.n_turns, "selected": len(self.selected), "units": by, "skipped_by_reason": reasons}
 
 

@@ -48,7 +48,8 @@ def test_offline_end_to_end_on_example_corpus(spine_copy, example_spine):
         assert t["question"].endswith("?")
         if t["answerability"] == "ANSWERABLE":
             gold = corpus[t["gold_doc_ids"][0]]["text"]
-            assert all(T.jaccard_words(s, gold) > 0 and s[:40] in " ".join(gold.split()) for s in T.sentences(t["answer"]))
+            bad = [s for s in T.sentences(t["answer"]) if s[:40] not in " ".join(gold.split())]
+            assert not bad, (bad, gold)
     calls = read_calls(store).to_pylist()
     assert calls and {c["backend"] for c in calls} == {"offline"}
     convs = store.read_table("conversations").to_pylist()
@@ -85,12 +86,12 @@ def test_llm_path_and_budget_stop(spine_copy, role_server):
     import shutil
     shutil.copytree(spine_copy, other, ignore=shutil.ignore_patterns("cache", "llm_calls", "turns.parquet"))
     store2, plans2, corpus2, cfg2 = _setup(other, conversations=3, turns=4, concurrency=1)
-    llm = fake_llm_config(role_server, budget=BudgetConfig(max_tokens=2500))
+    llm = fake_llm_config(role_server, budget=BudgetConfig(max_tokens=15000))
     out3 = run_batch(store2, plans2, corpus2, llm, cfg2, lambda q, k: [])
     assert out3["stopped"] and "token" in out3["stopped"]
     summary = assemble(store2, plans2, out3["states"], cfg2)
     assert 0 < summary["turns_ok"] < 12
-    assert store2.read_manifest()["llm"]["stop_reason"]
+    assert store2.read_manifest()["llm"]["stopped_reason"]
 
 
 class _HangAfter(RoleScriptedServer):

@@ -1,0 +1,145 @@
+"""``mtr abstention``: content-based abstention evaluation of a benchmark along a retriever
+ladder (see ``evaluation/abstention``). Runs as plain functions; ``--flow`` runs the same
+work as a Prefect flow with a Markdown artifact.
+
+Examples:
+    mtr abstention --benchmark tests/data/mtrag --format mtrag --domain clapnq
+    mtr abstention --benchmark tests/data/mtrag --format mtrag --domain cloud \\
+        --retriever bm25-turn --retriever bm25-history --retriever fusion --limit 60 --out runs/abst-cloud
+    mtr abstention --benchmark data/mtrag --format mtrag --domain clapnq --llm-config llm.yaml \\
+        --judge phi-4 --judge qwen3-14b --answer-model qwen3-4b --expander gpt-4o-mini
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from flows.errors import UserError
+
+
+def build_config(config: Optional[Path], overrides: dict):
+    """:class:`AbstentionConfig` from an optional file plus command-line overrides."""
+    from pydantic import ValidationError
+
+    from evaluation.abstention.config import AbstentionConfig
+    base: dict = {}
+    if config is not None:
+        if not config.is_file():
+            raise UserError(f"config file {config} does not exist")
+        import yaml
+        try:
+            base = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise UserError(f"cannot read {config}: {exc}") from None
+        if isinstance(base, dict) and set(base) == {"abstention"}:
+            base = base["abstention"]
+        if not isinstance(base, dict):
+            raise UserError(f"{config} must hold a mapping of abstention settings")
+    data = {**base, **{k: v for k, v in overrides.items() if v not in (None, [], ())}}
+    try:
+        return AbstentionConfig.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"]) or "config"
+        raise UserError(f"abstention setting {loc}: {e['msg']}") from None
+
+
+def _print(res) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from evaluation.abstention.report import main_table
+    console = Console()
+    if res.offline_demo:
+        console.print(f"[bold red]{res.notes[0]}[/bold red]")
+    headers, rows = main_table(res)
+    t = Table(title=f"Abstention: {res.benchmark} (content labels: {res.config.primary_judge})", title_justify="left")
+    for h in headers:
+        t.add_column(h, justify="left" if h == "retriever" else "right")
+    for r in rows:
+        t.add_row(*r)
+    console.print(t)
+    for s in res.flip_summaries:
+        console.print(f"flips {s.labelling_a} -> {s.labelling_b}: {s.n_changed} of {s.n_comparisons} comparisons "
+                      f"change ({s.n_direction} reverse direction)")
+    for n in (res.notes[1:] if res.offline_demo else res.notes):
+        console.print(f"note: {n}", highlight=False)
+    console.print(f"report: {res.files['html']}\nsummary: {res.files['markdown']}\n"
+                  f"human review: {res.files['review_csv']}\nrelabel suggestions: {res.files['relabel_csv']}",
+                  highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``abstention`` command to ``app``."""
+
+    @app.command("abstention")
+    def abstention_cmd(
+        benchmark: Path = typer.Option(..., "--benchmark", help="Benchmark folder (MTRAG layout, BEIR folder or a "
+                                                                "synthesis run directory)."),
+        fmt: str = typer.Option(..., "--format", help="Benchmark format: mtrag | ours | beir."),
+        domain: Optional[str] = typer.Option(None, "--domain", help="MTRAG domain, e.g. clapnq or cloud."),
+        retriever: list[str] = typer.Option([], "--retriever", help="Ladder rung, weakest first; repeatable. Default: "
+                                            "bm25-turn bm25-history fusion hybrid. Also bm25-rewrite, dense, and "
+                                            "<bm25|dense|hybrid|rrf>:<query mode>."),
+        judge: list[str] = typer.Option([], "--judge", help="Content judge (first = primary, second = another model "
+                                        "family); an LLM role/model of --llm-config, or heuristic-support / "
+                                        "heuristic-overlap offline. Default: the two heuristics."),
+        answer_model: list[str] = typer.Option([], "--answer-model", help="Answer model scored by its first-token "
+                                               "P(ANSWERABLE) (needs logprobs); repeatable. Default: "
+                                               "heuristic-answerer (offline)."),
+        expander: Optional[str] = typer.Option(None, "--expander", help="LLM role/model writing the fusion "
+                                               "expansions, or prf (offline, default)."),
+        llm_config: Optional[Path] = typer.Option(None, "--llm-config", help="LLM config YAML (endpoints, roles)."),
+        config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML with abstention settings "
+                                              "(evaluation.abstention.config.AbstentionConfig)."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Analyse only the first N turns."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Output run directory (default mtr-runs/abstention-*)."),
+        answer_check: bool = typer.Option(False, "--answer-check", help="Run the optional answer check (step 7)."),
+        ceiling: Optional[float] = typer.Option(None, "--negative-ceiling", help="Yes-rate on other conversations' "
+                                                "contexts above which a judge is unfit (default 0.10)."),
+        review_n: Optional[int] = typer.Option(None, "--review-n", help="Contexts in the human-review export "
+                                               "(default 150)."),
+        embedding_cache: Optional[Path] = typer.Option(None, "--embedding-cache", help="Embedding cache folder "
+                                                       "for dense rungs."),
+        include_unanswerable: bool = typer.Option(False, "--include-unanswerable", help="Also analyse turns the "
+                                                  "benchmark marks unanswerable (content label: no)."),
+        as_flow: bool = typer.Option(False, "--flow", help="Run as a Prefect flow with a Markdown artifact."),
+    ) -> None:
+        """Label retrieved contexts by content and measure how wrong the "no gold in top-5" abstention rule is,
+        per retriever. Example: mtr abstention --benchmark tests/data/mtrag --format mtrag --domain clapnq"""
+        from agents.config import LLMConfig
+        from evaluation.abstention.run import load_for_abstention, run_abstention
+        from retrieval.base import RetrievalError
+        from retrieval.queries import QueryBuildError
+        from storage.store import new_run_id
+
+        if fmt not in ("mtrag", "ours", "beir"):
+            raise UserError(f"--format must be mtrag, ours or beir, got {fmt!r}")
+        if not benchmark.exists():
+            raise UserError(f"benchmark path {benchmark} does not exist")
+        if fmt == "mtrag" and not domain:
+            raise UserError("--format mtrag needs --domain (e.g. clapnq or cloud)")
+        cfg = build_config(config, {"retrievers": list(retriever), "judges": list(judge),
+                                    "answer_models": list(answer_model), "expander": expander, "limit": limit,
+                                    "answer_check": answer_check or None, "negative_control_ceiling": ceiling,
+                                    "review_n": review_n, "include_unanswerable_turns": include_unanswerable or None,
+                                    "embedding_cache": str(embedding_cache) if embedding_cache else None})
+        if llm_config is not None and not llm_config.is_file():
+            raise UserError(f"LLM config {llm_config} does not exist")
+        llm = LLMConfig.from_file(llm_config) if llm_config is not None else None
+        out_dir = out or Path("mtr-runs") / new_run_id("abstention")
+        try:
+            if as_flow:
+                from flows.abstention_flow import run_abstention_flow
+                res = run_abstention_flow(benchmark, fmt, domain, out_dir, cfg, llm_config)
+            else:
+                from flows.cli_common import progress_bars
+                from flows.progress import report
+                bench, hn = load_for_abstention(benchmark, fmt, domain)
+                with progress_bars():
+                    res = run_abstention(bench, out_dir, cfg, llm, hard_negatives_=hn, progress=report)
+        except (FileNotFoundError, QueryBuildError, RetrievalError) as exc:
+            raise UserError(str(exc)) from None
+        _print(res)

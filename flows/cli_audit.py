@@ -1,0 +1,216 @@
+"""``mtr audit`` (MTR-Eval: audit benchmarks with an ensemble of judges) and ``mtr audit-human``.
+
+By default the command calls the plain function :func:`evaluation.audit.run_audit` directly
+(no Prefect start-up: faster, same outputs); ``--prefect`` runs the same steps as the
+``mtr-audit`` Prefect flow (``flows/audit_flow.py``: one task per judge batch, a Markdown
+artifact).
+
+Examples::
+
+    # offline heuristic judges (no endpoint), BM25 negatives, 50 sampled turns
+    mtr audit --benchmark tests/data/mtrag --format mtrag --domain clapnq --negatives bm25 --sample 50
+
+    # two LLM judges from an LLM config, both MTRAG domains, reversed-order pass
+    mtr audit -b ../data/mtrag -f mtrag --domain clapnq --domain cloud \\
+        --llm-config llm.yaml --judge qwen72 --judge mistral-large --reverse --out mtr-runs/audit-mtrag
+
+    # ChatRAG-Bench rows with their own candidate lists as a second mode
+    mtr audit -b qrecc/test.jsonl -f chatrag --domain qrecc --candidates both --judge overlap
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from flows.errors import UserError
+
+DEFAULT_SPLIT = {"topiocqa": "dev"}
+
+
+def benchmark_specs(paths: list[Path], formats: list[str], domains: list[str],
+                    split: str | None) -> list[dict[str, Any]]:
+    """``[{"path", "format", "domain", "split"}]``: one format (and domain) for all benchmarks
+    or one per benchmark; one path with several domains = one benchmark per domain."""
+    from storage.benchmark import iter_formats
+    if not paths:
+        raise UserError("give at least one --benchmark PATH")
+    if not formats:
+        raise UserError(f"give --format ({' | '.join(iter_formats())})")
+    if len(paths) == 1 and len(domains) > 1:
+        paths = paths * len(domains)
+    if len(formats) not in (1, len(paths)):
+        raise UserError(f"{len(formats)} --format values for {len(paths)} benchmarks: give one, or one per benchmark")
+    if len(domains) not in (0, 1, len(paths)):
+        raise UserError(f"{len(domains)} --domain values for {len(paths)} benchmarks: give one, or one per benchmark")
+    out = []
+    for i, p in enumerate(paths):
+        fmt = formats[0] if len(formats) == 1 else formats[i]
+        if fmt not in iter_formats():
+            raise UserError(f"unknown --format {fmt!r}; use {' | '.join(iter_formats())}")
+        dom = (domains[0] if len(domains) == 1 else domains[i]) if domains else None
+        out.append({"path": str(p), "format": fmt, "domain": dom, "split": split or DEFAULT_SPLIT.get(fmt, "test")})
+    return out
+
+
+def load_benchmarks(specs: list[dict[str, Any]]):
+    from storage.benchmark import load_benchmark
+    from storage.store import StoreError
+    out = []
+    for s in specs:
+        try:
+            out.append(load_benchmark(s["path"], s["format"], domain=s["domain"], split=s["split"]))
+        except (StoreError, ValueError, OSError) as exc:
+            raise UserError(str(exc)) from exc
+    names = [b.name for b in out]
+    for i, b in enumerate(out):   # two files with the same stem: keep names distinct
+        if names.count(b.name) > 1:
+            b.name = f"{b.name}-{i + 1}"
+    return out
+
+
+def audit_config(config_file: Path | None, overrides: dict[str, Any]):
+    """``AuditConfig`` from an optional YAML file plus the options given on the command line."""
+    import yaml
+    from pydantic import ValidationError
+
+    from evaluation.audit import AuditConfig
+    data: dict[str, Any] = {}
+    if config_file is not None:
+        try:
+            data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise UserError(f"cannot read audit config {config_file}: {exc}") from None
+        if isinstance(data, dict) and set(data) == {"audit"}:
+            data = data["audit"]
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return AuditConfig.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise UserError(f"invalid audit setting {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
+
+
+def print_result(res) -> None:
+    from rich.markup import escape
+
+    from flows.cli_common import console, print_table
+    if res.offline:
+        names = ", ".join(j.name for j in res.judges if j.heuristic)
+        console.print(f"[bold red]Offline heuristic judges ({escape(names)}) stand in for LLM judges: lexical and "
+                      "retrieval signals, not judgments of meaning.[/bold red]")
+    judges = [j.name for j in res.judges] + ["ensemble"]
+    for b in res.benchmarks:
+        rows = []
+        cells = {(r["metric"], r["variant"], r["judge"]): r for r in res.summary if r["benchmark"] == b["name"]}
+        for key in dict.fromkeys((r["metric"], r["variant"]) for r in res.summary if r["benchmark"] == b["name"]):
+            from evaluation.audit.config import variant_name
+            rs = [cells[(*key, j)] for j in judges]
+            rows.append([variant_name(*key), rs[-1]["n"], rs[-1]["n_skipped"],
+                         *[("–" if r["mean"] is None else f"{r['mean']:.3f}") for r in rs],
+                         sum(r["n_parse_failures"] for r in rs[:-1])])
+        print_table(f"{b['name']}: {b['selected']} of {b['turns']} turns audited (means; ensemble = per-item "
+                    "mean / majority)", ["metric", "n", "skipped", *judges, "parse failures"], rows)
+    console.print(f"report: {res.files.get('html')}; tables: {res.out_dir}; "
+                  f"candidate missing positives: {len(res.missing_positives)} in {res.files.get('missing_positives_csv')}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``audit`` and ``audit-human`` to ``app``."""
+
+    @app.command("audit")
+    def audit_cmd(
+        benchmark: list[Path] = typer.Option([], "--benchmark", "-b", help="Benchmark path; repeatable."),
+        fmt: list[str] = typer.Option([], "--format", "-f",
+                                      help="mtrag | beir | chatrag | coral | topiocqa | ours; one for all "
+                                           "benchmarks or one per --benchmark."),
+        domain: list[str] = typer.Option([], "--domain",
+                                         help="MTRAG domain (several with one path = one benchmark each); for "
+                                              "chatrag the benchmark's name."),
+        split: Optional[str] = typer.Option(None, "--split", help="Split file to read (default test; dev for topiocqa)."),
+        judge: list[str] = typer.Option([], "--judge", "-j",
+                                        help="Judge: a role / endpoint / ENDPOINT:MODEL / model of --llm-config, or "
+                                             "an offline heuristic (overlap, support, retrieval); repeatable. Default: "
+                                             "every endpoint of --llm-config, else the three heuristics."),
+        llm_config: Optional[Path] = typer.Option(None, "--llm-config", help="LLM config YAML (see agents/README.md)."),
+        config_file: Optional[Path] = typer.Option(None, "--config", help="YAML of AuditConfig fields; options win."),
+        metric: list[str] = typer.Option([], "--metric", "-m",
+                                         help="alignment | distinguishability | faithfulness | quality; repeatable "
+                                              "(default all four)."),
+        negatives: Optional[str] = typer.Option(None, "--negatives",
+                                                help="Hard-negative retriever: hybrid (default) | rrf | bm25 | dense."),
+        n_negatives: Optional[int] = typer.Option(None, "--n-negatives", help="Hard negatives per item (default 7)."),
+        candidates: Optional[str] = typer.Option(None, "--candidates",
+                                                 help="retrieved (default) | benchmark (its own list) | both."),
+        reverse: bool = typer.Option(False, "--reverse", help="Second distinguishability pass in reversed order."),
+        seed: Optional[int] = typer.Option(None, "--seed", help="Shuffle / sampling seed (default 13)."),
+        sample: Optional[int] = typer.Option(None, "--sample", help="Audit a seeded sample of N turns per benchmark."),
+        limit: Optional[int] = typer.Option(None, "--limit", help="Audit at most the first N turns per benchmark."),
+        human: Optional[Path] = typer.Option(None, "--human-ratings", help="Human ratings CSV to correlate with."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Output run directory (default mtr-runs/audit-<id>)."),
+        prefect: bool = typer.Option(False, "--prefect/--no-prefect",
+                                     help="Run as the mtr-audit Prefect flow (default: plain function, faster)."),
+    ) -> None:
+        """Audit benchmarks with an ensemble of judges on four metrics (MTR-Eval).
+
+        Example: mtr audit --benchmark tests/data/mtrag --format mtrag --domain clapnq --negatives bm25
+        """
+        from agents.config import LLMConfig
+        from agents.errors import LLMConfigError, LLMFatalError
+        from evaluation.audit import JudgeConfigError
+        from evaluation.audit.human import HumanRatingsError
+        from retrieval.base import RetrievalError
+        from storage.store import new_run_id
+
+        specs = benchmark_specs(benchmark, fmt, domain, split)
+        cfg = audit_config(config_file, {"metrics": metric or None, "negatives": negatives, "n_negatives": n_negatives,
+                                         "candidates": candidates, "reverse_pass": reverse or None, "seed": seed,
+                                         "sample": sample, "limit": limit})
+        if human is not None and not human.is_file():
+            raise UserError(f"human ratings file {human} does not exist")
+        llm = None
+        if llm_config is not None:
+            if not llm_config.is_file():
+                raise UserError(f"LLM config {llm_config} does not exist")
+            try:
+                llm = LLMConfig.from_file(llm_config)
+            except LLMConfigError as exc:
+                raise UserError(str(exc)) from None
+        out_dir = out or Path("mtr-runs") / new_run_id("audit")
+        try:
+            if prefect:
+                from flows.audit_flow import run_audit_flow
+                res = run_audit_flow(specs, judge or None, out=out_dir, llm_config=llm, config=cfg,
+                                     human_ratings=human)
+            else:
+                from evaluation.audit import run_audit
+                res = run_audit(load_benchmarks(specs), judge or None, out=out_dir, llm_config=llm, config=cfg,
+                                human_ratings=human)
+        except (JudgeConfigError, LLMConfigError, HumanRatingsError, RetrievalError) as exc:
+            raise UserError(str(exc)) from None
+        except LLMFatalError as exc:
+            raise UserError(f"the LLM endpoint refused the audit: {exc}") from None
+        print_result(res)
+
+    @app.command("audit-human")
+    def audit_human_cmd(
+        run_dir: Path = typer.Argument(..., help="An audit run directory."),
+        ratings: Path = typer.Argument(..., help="Human ratings CSV (sample_id, [doc_id], metric columns)."),
+    ) -> None:
+        """Correlate an audit's judges and ensemble with human ratings (Pearson, Spearman).
+
+        Example: mtr audit-human mtr-runs/audit-mtrag ratings.csv
+        """
+        from evaluation.audit import human_agreement_from_run
+        from evaluation.audit.human import HumanRatingsError
+        from flows.cli_common import print_table
+        if not ratings.is_file():
+            raise UserError(f"human ratings file {ratings} does not exist")
+        try:
+            rows = human_agreement_from_run(run_dir, ratings)
+        except HumanRatingsError as exc:
+            raise UserError(str(exc)) from None
+        print_table("Agreement with human ratings", ["metric", "rater", "n", "Pearson", "p", "Spearman", "p"],
+                    [[r["metric"], r["rater"], r["n"], r["pearson"], r["pearson_p"], r["spearman"], r["spearman_p"]]
+                     for r in rows])
