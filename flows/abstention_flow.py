@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 from evaluation.abstention.config import AbstentionConfig
 
@@ -18,7 +19,7 @@ def _slug(s: str) -> str:
     return "".join(ch if ch.isalnum() else "-" for ch in s.lower()).strip("-")[:60] or "run"
 
 
-@task(name="abstention", tags=["mtr", "abstention"])
+@task(name="abstention", tags=["mtr", "abstention"], cache_policy=NO_CACHE, persist_result=False)
 def abstention_task(benchmark: str, fmt: str, domain: str | None, out_dir: str, config: dict,
                     llm_config: str | None = None):
     from agents.config import LLMConfig

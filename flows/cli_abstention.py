@@ -46,24 +46,39 @@ def build_config(config: Optional[Path], overrides: dict):
         raise UserError(f"abstention setting {loc}: {e['msg']}") from None
 
 
+_CONSOLE_COLUMNS = [("retriever", "retriever", "s"), ("ndcg", "nDCG", "f"), ("n_contexts", "ctx", "i"),
+                   ("rule_unanswerable", "rule-unans", "i"), ("content_unanswerable", "content-unans", "i"),
+                   ("false_miss_yes", "FM% yes", "%"), ("false_miss_yes_partial", "FM% y+p", "%"),
+                   ("precision", "prec", "f"), ("youden_j", "J", "f"), ("near_dup_floor", "dup-floor%", "%"),
+                   ("abstention_rule", "abst% rule", "%"), ("abstention_content", "abst% content", "%")]
+
+
 def _print(res) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evaluation.abstention.report import main_table
-    console = Console()
+    from evaluation.abstention.report import _fmt
+    console = Console(width=max(Console().width, 140))
     if res.offline_demo:
         console.print(f"[bold red]{res.notes[0]}[/bold red]")
-    headers, rows = main_table(res)
-    t = Table(title=f"Abstention: {res.benchmark} (content labels: {res.config.primary_judge})", title_justify="left")
-    for h in headers:
+    t = Table(title=f"Abstention: {res.benchmark} (content labels: {res.config.primary_judge}; FM = false-miss, "
+                    f"y+p = yes+partial)", title_justify="left")
+    for _, h, _ in _CONSOLE_COLUMNS:
         t.add_column(h, justify="left" if h == "retriever" else "right")
-    for r in rows:
-        t.add_row(*r)
+    for r in res.per_retriever:
+        t.add_row(*[_fmt(r.get(k), kind) for k, _, kind in _CONSOLE_COLUMNS])
     console.print(t)
+    a = Table(title="AUROC of unanswerability detectors (positive: unanswerable)", title_justify="left")
+    for h in ("retriever", "detector", "vs rule labels", "vs content labels"):
+        a.add_column(h, justify="left" if h in ("retriever", "detector") else "right")
+    dets = list(dict.fromkeys(c.split(":", 1)[1].rsplit(":", 1)[0] for c in res.auroc_columns))
+    for r in res.per_retriever:
+        for d in dets:
+            a.add_row(r["retriever"], d, _fmt(r.get(f"auroc:{d}:rule"), "f"), _fmt(r.get(f"auroc:{d}:content"), "f"))
+    console.print(a)
     for s in res.flip_summaries:
         console.print(f"flips {s.labelling_a} -> {s.labelling_b}: {s.n_changed} of {s.n_comparisons} comparisons "
-                      f"change ({s.n_direction} reverse direction)")
+                      f"change ({s.n_direction} reverse direction)", highlight=False)
     for n in (res.notes[1:] if res.offline_demo else res.notes):
         console.print(f"note: {n}", highlight=False)
     console.print(f"report: {res.files['html']}\nsummary: {res.files['markdown']}\n"

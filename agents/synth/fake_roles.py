@@ -55,9 +55,9 @@ class RoleScriptedServer(FakeLLMServer):
         return super()._auto_content(body, prompt_text)
 
 
-def fake_llm_config(server: FakeLLMServer, **kw: Any):
+def fake_llm_config(server: FakeLLMServer, endpoint_concurrency: int = 8, **kw: Any):
     """An LLM config with one endpoint at ``server`` and millisecond backoffs (tests, benchmarks)."""
     from agents.config import EndpointConfig, LLMConfig, RetryConfig
     return LLMConfig(endpoints={"fake": EndpointConfig(base_url=server.base_url, model="fake-model", timeout_s=5,
-                                                       max_concurrency=8)},
+                                                       max_concurrency=endpoint_concurrency)},
                      retry=RetryConfig(backoff_base_s=0.002, backoff_max_s=0.02), **kw)

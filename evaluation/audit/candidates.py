@@ -177,7 +177,7 @@ class NegativeMiner:
 
     def describe(self) -> dict:
         d = self.retriever.describe() if hasattr(self.retriever, "describe") else {"retriever": self.method}
-        return {"method": self.method, **d}
+        return {"method": self.method, "retriever": d}
 
     def mine(self, queries: Mapping[str, str], gold: Mapping[str, Sequence[str]], n: int) -> dict[str, list[str]]:
         """``{sample_id: negatives}`` (rank order, at most ``n``) for ``{sample_id: query}``;

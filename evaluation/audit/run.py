@@ -72,6 +72,15 @@ def plan_batches(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSp
 
 
 def _row(unit: Unit, judge: JudgeSpec, res: StepResult | None) -> dict[str, Any]:
+    """One ``audit_scores`` row (every column present, nulls where not applicable)."""
+    return _fill(_score_row(unit, judge, res))
+
+
+def _fill(row: dict[str, Any]) -> dict[str, Any]:
+    return {f: row.get(f) for f in schemas.AUDIT_SCORES.names}
+
+
+def _score_row(unit: Unit, judge: JudgeSpec, res: StepResult | None) -> dict[str, Any]:
     row: dict[str, Any] = {"benchmark": unit.benchmark, "sample_id": unit.sample_id, "unit_id": unit.unit_id,
                            "doc_id": unit.doc_id, "metric": unit.metric, "variant": unit.variant,
                            "judge": judge.name, "judge_kind": judge.kind, "generator": unit.generator}
@@ -263,6 +272,7 @@ def finalize(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSpec],
         from agents.accounting import read_calls, totals_from_table
         t = totals_from_table(read_calls(store))
         llm_info["totals_by_role"] = {k: {f: getattr(v, f) for f in v.__dataclass_fields__} for k, v in t.items()}
+    res.llm = llm_info
     store.write_manifest(audit={
         "config": config.model_dump(mode="json"), "judges": [j.to_dict() for j in judges],
         "benchmarks": res.benchmarks, "offline_heuristic_judges": [j.name for j in judges if j.heuristic],

@@ -42,7 +42,21 @@ def test_demo_spine_then_cached_rerun(tmp_path, prefect_harness):
     third = run_spine(str(tmp_path / "other"), cfg, ["curate", "chunk", "embed"], str(EXAMPLES / "wiki"))
     assert third["embed"]["summary"]["newly_embedded"] == 0
 
+    # the synthesis flow on top of the spine (offline backend), then the benchmark evaluation command
+    from flows.synthesis import run_synthesis
+    scfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.cache_dir": str(tmp_path / "emb"),
+                                                "synth.conversations": 3, "synth.turns": 4})
+    res = run_synthesis(str(run_dir), scfg)
+    assert res["summary"]["conversations"] == 3 and res["summary"]["backend"] == "offline"
+    assert store.read_table("turns").num_rows == 12
+    assert (run_dir / "export" / "beir" / "rewrite" / "queries.jsonl").exists()
+    assert store.read_manifest()["stages"]["synthesize"]["summary"]["turns_ok"] >= 9
+
     runner = CliRunner()
+    res = runner.invoke(app, ["evaluate", "--benchmark", str(run_dir), "--format", "ours", "--retriever", "bm25",
+                              "--query-mode", "last_turn", "--query-mode", "rewrite"])
+    assert res.exit_code == 0, res.output
+    assert "bm25" in res.output and (run_dir / "eval" / "report.html").exists()
     res = runner.invoke(app, ["runs", "list", "--root", str(tmp_path)])
     assert res.exit_code == 0 and "demo" in res.output
     res = runner.invoke(app, ["query", str(run_dir), "SELECT count(*) AS n FROM chunks"])
