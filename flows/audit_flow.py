@@ -74,7 +74,8 @@ def _slug(s: str) -> str:
 
 
 @contextmanager
-def _settings(run_dir: str):
+def _settings():
+    """No heartbeat thread on short flows (as flows/pipeline.py)."""
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
     with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
         yield
@@ -87,6 +88,6 @@ def run_audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, *,
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     store = RunStore(str(out)).ensure()
     resolve_judges(judges, llm_config)          # fail before Prefect starts
-    with _settings(store.path):
+    with _settings():
         return audit_flow(specs, list(judges) if judges else None, store.path, llm_config, config or AuditConfig(),
                           str(human_ratings) if human_ratings is not None else None, run_name=store.run_id)

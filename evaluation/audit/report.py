@@ -140,6 +140,9 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
         for h in result["human"]:
             lines.append(f"| {h['metric']} | {h['rater']} | {h['n']} | {_fmt(h['pearson'])} | {_fmt(h['spearman'])} |")
         lines.append("")
+    if result.get("stopped_reason"):
+        lines += [f"> **The LLM budget stopped the audit early ({result['stopped_reason']}); unstarted judgments "
+                  "are counted as failures.**", ""]
     lines += [f"Candidate missing positives: {result['n_missing_positives']} (turn, passage) pairs "
               f"in `missing_positives.csv`.", f"Outputs: `{result['out_dir']}`"]
     return "\n".join(lines)
@@ -178,6 +181,9 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
     note = offline_note(result["judges"])
     banner = f"<p class=\"offline\">{html.escape(note)}</p>" if note else ""
     cfg = result["config"]
+    if result.get("stopped_reason"):
+        banner += (f"<p class=\"offline\">The LLM budget stopped the audit early "
+                   f"({html.escape(str(result['stopped_reason']))}); unstarted judgments are counted as failures.</p>")
     parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>MTR-Eval audit {html.escape(result['run_id'])}"
              f"</title><style>{_CSS}</style></head><body>", banner,
              f"<h1>MTR-Eval audit <code>{html.escape(result['run_id'])}</code></h1>",

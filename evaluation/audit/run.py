@@ -207,7 +207,7 @@ class AuditResult:
                 "judges": [j.to_dict() for j in self.judges], "benchmarks": self.benchmarks,
                 "summary": self.summary, "agreement": self.agreement, "position": self.position,
                 "missing_positives": self.missing_positives, "n_missing_positives": len(self.missing_positives),
-                "human": self.human}
+                "human": self.human, "stopped_reason": self.llm.get("stopped_reason")}
 
 
 def _candidate_rows(p: PreparedBenchmark) -> list[dict[str, Any]]:

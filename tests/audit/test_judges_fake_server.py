@@ -118,3 +118,15 @@ def test_judge_resolution(fake_llm):
         resolve_judges(["gpt-4o"], None)
     with pytest.raises(JudgeConfigError, match="twice"):
         resolve_judges(["overlap", "overlap"], None)
+
+
+def test_budget_stop_is_reported_not_hidden(fake_llm, tmp_path):
+    bench = synthetic_benchmark(12)
+    cfg = llm_config(("judge", fake_llm, "m"), budget={"max_tokens": 50}, max_concurrency=2)
+    res = run_audit(bench, ["judge"], out=tmp_path / "a", llm_config=cfg, config=_cfg(metrics=["quality"]))
+    st = [r["status"] for r in res.scores]
+    assert "ok" in st and "failed" in st and len(st) == 12
+    assert {r["failure_kind"] for r in res.scores if r["status"] == "failed"} == {"not_started"}
+    s = res.summary_for(judge="judge")["quality"]
+    assert s["n"] + s["n_failures"] == 12 and s["n_failures"] > 0
+    assert res.llm["stopped_reason"] and "budget stopped the audit early" in res.markdown

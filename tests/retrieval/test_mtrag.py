@@ -20,7 +20,7 @@ import pytest
 from retrieval.bm25 import BM25Retriever
 from retrieval.dense import DenseRetriever
 from retrieval.hybrid import HybridRetriever
-from retrieval_testdata import DOMAINS, QUERY_TYPES, load_corpus, load_qrels, load_queries, mean_metrics
+from tests.retrieval.retrieval_testdata import DOMAINS, QUERY_TYPES, load_corpus, load_qrels, load_queries, mean_metrics
 
 K = 10
 

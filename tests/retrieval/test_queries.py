@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval.queries import MODES, QueryBuilder, QueryBuildError, build_queries, truncate_left
-from retrieval_testdata import DOMAINS, load_conversations, load_queries
+from tests.retrieval.retrieval_testdata import DOMAINS, load_conversations, load_queries
 
 CONV = [
     {"role": "user", "text": " Who wrote Dune? "},
