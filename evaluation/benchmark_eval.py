@@ -82,3 +82,28 @@ def summary_rows(ev: BenchmarkEval, measures: Sequence[str] = ("ndcg_cut_5", "re
         m = res.means()
         rows.append([retr, mode, res.n_queries] + [m.get(x, float("nan")) for x in measures])
     return rows
+
+
+def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[str], modes: Sequence[str],
+                        depth: int = 20, out: str | Path | None = None, domain: str | None = None,
+                        progress: Callable[[str, int, int], None] | None = None):
+    """Load a benchmark, run the retrievers, write TREC runs + the report folder.
+
+    Returns ``(bench, BenchmarkEval, ReportFiles, out_dir)``. For ``ours`` the report goes to
+    ``<benchmark>/eval`` and dense embeddings are shared with the spine's cache.
+    """
+    from evaluation.report import write_report
+    from storage.benchmark import load_benchmark
+    from storage.formats import write_trec_run
+
+    benchmark = Path(benchmark)
+    bench = load_benchmark(benchmark, fmt, domain=domain)
+    out_dir = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
+    cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out_dir / "cache" / "embeddings"
+    ev = evaluate_benchmark(bench, retrievers, modes, k=depth, index_dir=out_dir / "cache" / "bm25",
+                            cache_dir=cache_dir, progress=progress)
+    for key, run in ev.runs.items():
+        write_trec_run(run, out_dir / "runs" / (key.replace("/", "__") + ".trec"), tag=key.replace("/", "__"))
+    files = write_report(ev.results, out_dir, title=f"Retrieval evaluation: {bench.name}",
+                         switch_positions=ev.switch_positions if fmt == "ours" else None)
+    return bench, ev, files, out_dir

@@ -57,7 +57,7 @@ def _print(res) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from evaluation.abstention.report import _fmt
+    from evaluation.abstention.report import fmt_value
     console = Console(width=max(Console().width, 140))
     if res.offline_demo:
         console.print(f"[bold red]{res.notes[0]}[/bold red]")
@@ -66,7 +66,7 @@ def _print(res) -> None:
     for _, h, _ in _CONSOLE_COLUMNS:
         t.add_column(h, justify="left" if h == "retriever" else "right")
     for r in res.per_retriever:
-        t.add_row(*[_fmt(r.get(k), kind) for k, _, kind in _CONSOLE_COLUMNS])
+        t.add_row(*[fmt_value(r.get(k), kind) for k, _, kind in _CONSOLE_COLUMNS])
     console.print(t)
     a = Table(title="AUROC of unanswerability detectors (positive: unanswerable)", title_justify="left")
     for h in ("retriever", "detector", "vs rule labels", "vs content labels"):
@@ -74,7 +74,8 @@ def _print(res) -> None:
     dets = list(dict.fromkeys(c.split(":", 1)[1].rsplit(":", 1)[0] for c in res.auroc_columns))
     for r in res.per_retriever:
         for d in dets:
-            a.add_row(r["retriever"], d, _fmt(r.get(f"auroc:{d}:rule"), "f"), _fmt(r.get(f"auroc:{d}:content"), "f"))
+            a.add_row(r["retriever"], d, fmt_value(r.get(f"auroc:{d}:rule"), "f"),
+                      fmt_value(r.get(f"auroc:{d}:content"), "f"))
     console.print(a)
     for s in res.flip_summaries:
         console.print(f"flips {s.labelling_a} -> {s.labelling_b}: {s.n_changed} of {s.n_comparisons} comparisons "
@@ -154,7 +155,7 @@ def register(app: typer.Typer) -> None:
                 from flows.progress import report
                 bench, hn = load_for_abstention(benchmark, fmt, domain)
                 with progress_bars():
-                    res = run_abstention(bench, out_dir, cfg, llm, hard_negatives_=hn, progress=report)
+                    res = run_abstention(bench, out_dir, cfg, llm, hard_negatives=hn, progress=report)
         except (FileNotFoundError, QueryBuildError, RetrievalError) as exc:
             raise UserError(str(exc)) from None
         _print(res)

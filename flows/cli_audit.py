@@ -92,6 +92,15 @@ def audit_config(config_file: Path | None, overrides: dict[str, Any]):
         raise UserError(f"invalid audit setting {'.'.join(map(str, e['loc']))}: {e['msg']}") from None
 
 
+_SHORT = {"alignment": "align", "distinguishability": "dist", "faithfulness": "faith", "quality": "quality"}
+
+
+def _short(metric: str, variant: str) -> str:
+    """Compact metric label for narrow terminals: ``dist/retr-rev``."""
+    v = variant.replace("retrieved", "retr").replace("benchmark", "bench").replace("reversed", "rev")
+    return f"{_SHORT[metric]}/{v}" if v else _SHORT[metric]      # no brackets: rich markup
+
+
 def print_result(res) -> None:
     from rich.markup import escape
 
@@ -105,15 +114,19 @@ def print_result(res) -> None:
         rows = []
         cells = {(r["metric"], r["variant"], r["judge"]): r for r in res.summary if r["benchmark"] == b["name"]}
         for key in dict.fromkeys((r["metric"], r["variant"]) for r in res.summary if r["benchmark"] == b["name"]):
-            from evaluation.audit.config import variant_name
             rs = [cells[(*key, j)] for j in judges]
-            rows.append([variant_name(*key), rs[-1]["n"], rs[-1]["n_skipped"],
+            rows.append([_short(*key), rs[-1]["n"], rs[-1]["n_skipped"],
                          *[("–" if r["mean"] is None else f"{r['mean']:.3f}") for r in rs],
                          sum(r["n_parse_failures"] for r in rs[:-1])])
         print_table(f"{b['name']}: {b['selected']} of {b['turns']} turns audited (means; ensemble = per-item "
-                    "mean / majority)", ["metric", "n", "skipped", *judges, "parse failures"], rows)
+                    "mean / majority)", ["metric", "n", "skip", *judges, "pf"], rows)
+    console.print("n = ensemble units; skip = turns not judged (no / missing gold, no answer); pf = parse failures. "
+                  "dist = distinguishability (retr = retrieved negatives, bench = the benchmark's list, rev = "
+                  "reversed order).", highlight=False)
     console.print(f"report: {res.files.get('html')}; tables: {res.out_dir}; "
                   f"candidate missing positives: {len(res.missing_positives)} in {res.files.get('missing_positives_csv')}")
+    if res.llm.get("stopped_reason"):
+        console.print(f"[bold red]The LLM budget stopped the audit early: {escape(res.llm['stopped_reason'])}[/bold red]")
 
 
 def register(app: typer.Typer) -> None:
@@ -151,6 +164,8 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="Output run directory (default mtr-runs/audit-<id>)."),
         prefect: bool = typer.Option(False, "--prefect/--no-prefect",
                                      help="Run as the mtr-audit Prefect flow (default: plain function, faster)."),
+        dry_run: bool = typer.Option(False, "--dry-run",
+                                     help="Print the LLM calls, tokens and cost the audit would spend; send nothing."),
     ) -> None:
         """Audit benchmarks with an ensemble of judges on four metrics (MTR-Eval).
 
@@ -179,6 +194,12 @@ def register(app: typer.Typer) -> None:
                 raise UserError(str(exc)) from None
         out_dir = out or Path("mtr-runs") / new_run_id("audit")
         try:
+            if dry_run:
+                from evaluation.audit import estimate_audit
+                from flows.cli_common import console
+                report = estimate_audit(load_benchmarks(specs), judge or None, llm_config=llm, config=cfg, out=out)
+                console.print(report.format(), highlight=False)
+                return
             if prefect:
                 from flows.audit_flow import run_audit_flow
                 res = run_audit_flow(specs, judge or None, out=out_dir, llm_config=llm, config=cfg,

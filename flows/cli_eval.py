@@ -132,32 +132,17 @@ def register(app: typer.Typer) -> None:
 def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
                        depth: int, out: Path | None) -> dict:
     """Run retrievers on a benchmark, print the table, write TREC runs and the report folder."""
-    from evaluation.benchmark_eval import evaluate_benchmark, summary_rows
-    from evaluation.report import write_report
-    from flows.cli_common import print_table, progress_bars
+    from evaluation.benchmark_eval import evaluate_and_report, summary_rows
+    from flows.cli_common import console, print_table, progress_bars
     from retrieval.base import RetrievalError
-    from storage.benchmark import load_benchmark
-    from storage.formats import write_trec_run
     from storage.store import StoreError
 
     try:
-        bench = load_benchmark(benchmark, fmt, domain=domain)
-    except (StoreError, ValueError) as exc:
-        raise UserError(str(exc)) from exc
-    out = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
-    index_dir = out / "cache" / "bm25"
-    cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out / "cache" / "embeddings"
-    try:
         with progress_bars():
-            ev = evaluate_benchmark(bench, retrievers, modes, k=depth, index_dir=index_dir, cache_dir=cache_dir)
-    except (RetrievalError, ValueError) as exc:
+            bench, ev, files, out_dir = evaluate_and_report(benchmark, fmt, retrievers, modes, depth, out, domain)
+    except (StoreError, RetrievalError, ValueError) as exc:
         raise UserError(str(exc)) from exc
-    for key, run in ev.runs.items():
-        write_trec_run(run, out / "runs" / (key.replace("/", "__") + ".trec"), tag=key.replace("/", "__"))
-    files = write_report(ev.results, out, title=f"Retrieval evaluation: {bench.name}",
-                         switch_positions=ev.switch_positions if fmt == "ours" else None)
     print_table(f"{bench.name}: {ev.n_queries} turns with qrels (queries missing from a run score 0)",
                 ["retriever", "query mode", "n", "nDCG@5", "R@5", "R@20", "MRR@10"], summary_rows(ev))
-    from flows.cli_common import console
-    console.print(f"report: {getattr(files, 'html', out)}; TREC runs: {out / 'runs'}")
-    return {"eval": ev, "out": out}
+    console.print(f"report: {files.html}; TREC runs: {out_dir / 'runs'}")
+    return {"eval": ev, "out": out_dir}

@@ -43,6 +43,8 @@ class MTRConfig(BaseModel):
     topics: TopicConfig = Field(default_factory=TopicConfig)
     synth: SynthConfig = Field(default_factory=SynthConfig)
     llm_config: str | None = Field(None, description="LLM layer YAML (endpoints, roles, budget); none = offline backend")
+    llm_cache_dir: str | None = Field(None, description="override the LLM call cache directory (regeneration shares "
+                                                        "one across benchmark versions)")
     eval: "EvalConfig" = Field(default_factory=lambda: EvalConfig())
 
     def stage_hash(self, *sections: str) -> str:

@@ -190,6 +190,15 @@ def preflight(run_dir: str, stages_to_run: list[str], input_path: str | None) ->
         raise ValueError(f"run {run_dir} has no {_INPUT[first]!r} table yet; run `mtr {earlier}` on it first")
 
 
+def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
+    """The spine as a subflow of another flow (results go to the worker's result storage)."""
+    preflight(run_dir, stages_to_run, input_path)
+    store = RunStore(run_dir).ensure()
+    store.write_manifest(config=cfg.model_dump(mode="json"), **({"input": input_path} if input_path else {}))
+    return spine_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
+                      input_path=input_path, run_name=Path(store.path).name)
+
+
 def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
     """Run the spine flow (ephemeral Prefect unless PREFECT_API_URL is set)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")

@@ -24,9 +24,10 @@ from storage.store import RunStore
 def llm_config_for(cfg: MTRConfig):
     """The LLM layer config: the file given in ``llm_config``, else the explicit offline backend."""
     from agents.config import LLMConfig
-    if cfg.llm_config:
-        return LLMConfig.from_file(cfg.llm_config)
-    return LLMConfig(backend="offline")
+    llm = LLMConfig.from_file(cfg.llm_config) if cfg.llm_config else LLMConfig(backend="offline")
+    if cfg.llm_cache_dir:
+        llm = llm.model_copy(update={"cache": llm.cache.model_copy(update={"dir": cfg.llm_cache_dir})})
+    return llm
 
 
 def _context(run_dir: str, cfg: MTRConfig):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from agents.steps import LLMStep
 from evaluation.abstention.contexts import format_conversation, format_passages
@@ -59,6 +59,11 @@ class ContextJudgment(BaseModel):
     label: Label
     supporting_passages: list[int] = Field(default_factory=list)
     reason: str = ""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _lower(cls, v):
+        return v.strip().lower() if isinstance(v, str) else v
 
 
 def judge_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:

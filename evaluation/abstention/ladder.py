@@ -109,7 +109,7 @@ class LadderResult:
     expansion_backend: str | None = None
 
 
-def query_text(turn: BenchTurn, mode: str, builder_cache: dict | None = None) -> str:
+def query_text(turn: BenchTurn, mode: str) -> str:
     """The query of ``turn`` for a query mode (``rewrite`` falls back to ``full_history``)."""
     from retrieval.queries import QueryBuilder
     if mode == "history":

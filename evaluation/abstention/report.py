@@ -28,7 +28,8 @@ MAIN_COLUMNS = [  # (key, header, kind)
 ]
 
 
-def _fmt(v: Any, kind: str) -> str:
+def fmt_value(v: Any, kind: str) -> str:
+    """A table cell: ``%`` (percent, 1 decimal), ``f`` (3 decimals), else str; NaN/None -> "–"."""
     if v is None:
         return "–"
     if isinstance(v, float) and math.isnan(v):
@@ -51,8 +52,8 @@ def main_table(res: "AbstentionResult") -> tuple[list[str], list[list[str]]]:
     headers = [h.format(k=k) for _, h, _ in MAIN_COLUMNS] + [_auroc_header(c) for c in res.auroc_columns]
     rows = []
     for r in res.per_retriever:
-        rows.append([_fmt(r.get(key), kind) for key, _, kind in MAIN_COLUMNS] +
-                    [_fmt(r.get(c), "f") for c in res.auroc_columns])
+        rows.append([fmt_value(r.get(key), kind) for key, _, kind in MAIN_COLUMNS] +
+                    [fmt_value(r.get(c), "f") for c in res.auroc_columns])
     return headers, rows
 
 
@@ -68,20 +69,21 @@ def sections(res: "AbstentionResult") -> list[tuple[str, list[str], list[list[st
     lad = res.ladder
     out.append(("Retriever ladder", ["#", "retriever", f"nDCG@{res.config.eval_k}", f"R@{res.config.context_k}",
                                      "what"],
-                [[str(i + 1), r, _fmt(lad.ndcg[r], "f"), _fmt(lad.recall[r], "f"), lad.descriptions[r]]
+                [[str(i + 1), r, fmt_value(lad.ndcg[r], "f"), fmt_value(lad.recall[r], "f"), lad.descriptions[r]]
                  for i, r in enumerate(lad.runs)],
                 f"{lad.n_queries} turns with qrels scored (trec_eval semantics)."))
     if res.agreements:
         out.append(("Judge agreement", ["contexts", "judge A", "judge B", "n", "raw agreement", "Cohen's kappa",
                                         "kappa (yes vs rest)"],
-                    [[r, a.judge_a, a.judge_b, str(a.n), _fmt(a.raw_agreement, "f"), _fmt(a.kappa, "f"),
-                      _fmt(a.kappa_yes_vs_rest, "f")] for r, a in res.agreements],
+                    [[r, a.judge_a, a.judge_b, str(a.n), fmt_value(a.raw_agreement, "f"), fmt_value(a.kappa, "f"),
+                      fmt_value(a.kappa_yes_vs_rest, "f")] for r, a in res.agreements],
                     "Contexts judged by both judges (empty contexts and benchmark-unanswerable turns excluded)."))
     else:
         out.append(("Judge agreement", [], [], "Only one judge: no agreement (the method asks for two families)."))
     if res.negative_control:
         out.append(("Negative control", ["judge", "n", "yes-rate %", "yes+partial %", "ceiling %", "verdict"],
-                    [[j, str(r.n), _fmt(r.yes_rate, "%"), _fmt(r.yes_partial_rate, "%"), _fmt(r.ceiling, "%"),
+                    [[j, str(r.n), fmt_value(r.yes_rate, "%"), fmt_value(r.yes_partial_rate, "%"),
+                      fmt_value(r.ceiling, "%"),
                       "UNFIT" if r.unfit else "fit"] for j, r in res.negative_control.items()],
                     f"Each turn judged against the top-{res.config.context_k} of another conversation "
                     f"(retriever {res.config.nc_retriever})."))
@@ -92,8 +94,8 @@ def sections(res: "AbstentionResult") -> list[tuple[str, list[str], list[list[st
     prow = []
     for key in list(res.ladder.runs) + ["all"]:
         if key in sup:
-            prow.append([key, str(int(sup[key]["n"]))] + [_fmt(sup[key][c], "%") for c in CLASSES] +
-                        [_fmt(allp[key][c], "%") for c in CLASSES])
+            prow.append([key, str(int(sup[key]["n"]))] + [fmt_value(sup[key][c], "%") for c in CLASSES] +
+                        [fmt_value(allp[key][c], "%") for c in CLASSES])
     out.append(("Where false-miss answers come from", ["retriever", "supporting passages"] +
                 [f"{c} %" for c in CLASSES] + [f"{c} % (all passages)" for c in CLASSES], prow,
                 "Supporting passages of false-miss contexts (primary judge), first matching class; the last "
@@ -107,7 +109,7 @@ def sections(res: "AbstentionResult") -> list[tuple[str, list[str], list[list[st
                 f"alpha={res.config.alpha}, no multiple-testing correction."))
     if res.answer_check is not None:
         out.append(("Answer check", ["group", "n", "correct", "accuracy %", "failed"],
-                    [[g.group, str(g.n), str(g.n_correct), _fmt(g.accuracy, "%"), str(g.n_failed)]
+                    [[g.group, str(g.n), str(g.n_correct), fmt_value(g.accuracy, "%"), str(g.n_failed)]
                      for g in res.answer_check],
                     "Answers from false-miss contexts vs truly unanswerable contexts vs no context."))
     n_all = sum(s.all_judges_yes for s in res.suggestions)
@@ -154,7 +156,7 @@ def plot_ladder(res: "AbstentionResult", path: str | Path) -> Path:
     ax.plot(x, [r["false_miss_yes_partial"] for r in rows], "o--", label="false-miss rate (yes+partial)")
     ax.plot(x, [r["youden_j"] for r in rows], "s-", label="Youden's J of the rule")
     ax.set_xticks(x)
-    ax.set_xticklabels([f"{r['retriever']}\nnDCG@{res.config.eval_k} {_fmt(r['ndcg'], 'f')}" for r in rows],
+    ax.set_xticklabels([f"{r['retriever']}\nnDCG@{res.config.eval_k} {fmt_value(r['ndcg'], 'f')}" for r in rows],
                        fontsize=8)
     ax.axhline(0, color="#999", lw=0.5)
     ax.set_ylabel("rate / J")
@@ -170,8 +172,9 @@ def plot_ladder(res: "AbstentionResult", path: str | Path) -> Path:
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:90em;color:#222}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}
-thead th{background:#f0f0f0}td:first-child{text-align:left}.demo{background:#fdecea;border-left:5px solid #d93025;padding:.7em;font-weight:bold}
+table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}thead th{background:#f0f0f0}td:first-child{text-align:left}
+.demo{background:#fdecea;border-left:5px solid #d93025;padding:.7em;font-weight:bold}
 .note{color:#555}img{max-width:100%}"""
 
 
@@ -228,4 +231,4 @@ def write_outputs(res: "AbstentionResult") -> None:
     res.files["html"] = write_html(res, out / "report.html", plot)
 
 
-__all__ = ["main_table", "markdown", "plot_ladder", "sections", "write_html", "write_outputs"]
+__all__ = ["fmt_value", "main_table", "markdown", "plot_ladder", "sections", "write_html", "write_outputs"]

@@ -33,7 +33,7 @@ import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
 from agents.config import LLMConfig
 from agents.errors import LogprobsUnsupported
@@ -54,9 +54,10 @@ from evaluation.abstention.negative_control import ControlResult, control_result
 from evaluation.abstention.provenance import PassageClass, TurnFacts, class_shares, classify, classify_contexts
 from evaluation.abstention.relabel import Suggestion, suggestions, write_suggestions
 from evaluation.abstention.review import sample_for_review, write_review
-from evaluation.abstention.roles import Part, Roles, model_family, resolve_roles
+from evaluation.abstention.roles import Roles, model_family, resolve_roles
 from evaluation.abstention.rule_metrics import RuleMetrics, rule_metrics
-from evaluation.abstention.sources import PageIndex, conversation_qrels, hard_negatives, other_turn_qrels
+from evaluation.abstention.sources import PageIndex, conversation_qrels, other_turn_qrels
+from evaluation.abstention.sources import hard_negatives as find_hard_negatives
 from storage.benchmark import Benchmark, BenchTurn, load_benchmark
 from storage.store import RunStore
 
@@ -124,7 +125,7 @@ def load_for_abstention(path: str | Path, format: str, domain: str | None = None
                         ) -> tuple[Benchmark, dict[str, dict[str, str]]]:
     """The benchmark and its hard negatives (:func:`sources.hard_negatives`)."""
     bench = load_benchmark(path, format, domain)
-    return bench, hard_negatives(bench, path, domain)
+    return bench, find_hard_negatives(bench, path, domain)
 
 
 def _item_id(key: tuple[str, tuple[str, ...]]) -> str:
@@ -142,7 +143,7 @@ def _call_row(res, purpose: str, who: str) -> dict:
 # --------------------------------------------------------------------------------------
 def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, config: AbstentionConfig | None = None,
                    llm_config: LLMConfig | None = None, *, format: str | None = None, domain: str | None = None,
-                   hard_negatives_: Mapping[str, Mapping[str, str]] | None = None,
+                   hard_negatives: Mapping[str, Mapping[str, str]] | None = None,
                    progress: Progress | None = None) -> AbstentionResult:
     """Run the content-based abstention analysis (module docstring) and write its outputs.
 
@@ -152,7 +153,7 @@ def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, confi
         config: the analysis settings (default: :class:`AbstentionConfig`).
         llm_config: endpoints and roles for LLM judges / answer models / expansions; None =
             every part offline.
-        hard_negatives_: ``{sample_id: {doc_id: note}}``; default: from the benchmark (grade <= 0
+        hard_negatives: ``{sample_id: {doc_id: note}}``; default: from the benchmark (grade <= 0
             qrels, and MTRAG's judged-``no`` contexts when loaded from a path).
         progress: ``progress(label, advance, total)`` callback.
 
@@ -169,9 +170,9 @@ def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, confi
             raise AbstentionError("a benchmark path needs its format (mtrag, ours or beir)")
         bench, hn = load_for_abstention(benchmark, format, domain)
     else:
-        bench, hn = benchmark, hard_negatives(benchmark)
-    if hard_negatives_ is not None:
-        hn = {k: dict(v) for k, v in hard_negatives_.items()}
+        bench, hn = benchmark, find_hard_negatives(benchmark)
+    if hard_negatives is not None:
+        hn = {k: dict(v) for k, v in hard_negatives.items()}
     try:
         from evaluation.abstention.ladder import parse_rung
         for r in cfg.retrievers:
@@ -211,7 +212,8 @@ class _Analysis:
         self.call_rows.extend(_call_row(r, purpose, who) for r in batch.items)
         return batch
 
-    async def _judge(self, llm: LLMSession, keyed: Mapping[tuple, dict], purpose: str) -> dict[str, dict[tuple, Judgment]]:
+    async def _judge(self, llm: LLMSession, keyed: Mapping[tuple, dict],
+                     purpose: str) -> dict[str, dict[tuple, Judgment]]:
         """Every judge on every keyed input (empty contexts are ``no`` without a call)."""
         out: dict[str, dict[tuple, Judgment]] = {}
         todo = [(k, x) for k, x in keyed.items() if x["passages"]]
@@ -271,6 +273,12 @@ class _Analysis:
                     missing += 1
                 else:
                     p[k] = v
+            if todo and missing == len(todo):
+                msg = (f"Detector {name} skipped: no context got a usable first token (failed calls, or neither "
+                       "ANSWERABLE nor UNANSWERABLE among the first token's alternatives).")
+                status.append(DetectorStatus(name, False, msg, missing))
+                self.notes.append(msg)
+                continue
             msg = ("offline stand-in: best passage's share of question words" if part.offline
                    else "first-token P(ANSWERABLE) from endpoint logprobs")
             if missing:
@@ -474,7 +482,8 @@ class _Analysis:
             rr = [x for x in rows if x.retriever == r]
             for d in detectors:
                 for lab in labellings:
-                    v = [(x.labels[lab], x.scores[d]) for x in rr if x.labels[lab] is not None and x.scores[d] is not None]
+                    v = [(x.labels[lab], x.scores[d]) for x in rr
+                         if x.labels[lab] is not None and x.scores[d] is not None]
                     res = auroc_test([a for a, _ in v], [b for _, b in v])
                     aurocs.append({"retriever": r, "detector": d, "labelling": lab, "auroc": res.auroc,
                                    "n_pos": res.n_pos, "n_neg": res.n_neg, "p_value": res.p_value})
@@ -538,7 +547,8 @@ class _Analysis:
                 "model_abstention": math.nan, "abstention_accuracy_rule": math.nan,
                 "abstention_accuracy_content": math.nan}
             if first_model is not None:
-                dec = [(x, x.abstain[first_model]) for x in rows if x.retriever == r and x.abstain[first_model] is not None]
+                dec = [(x, x.abstain[first_model]) for x in rows
+                       if x.retriever == r and x.abstain[first_model] is not None]
                 if dec:
                     row["model_abstention"] = sum(a for _, a in dec) / len(dec)
                     for lab, col in (("rule", "abstention_accuracy_rule"),

@@ -26,12 +26,13 @@ from evaluation.audit.heuristics import HEURISTICS, EvidenceIndex
 from evaluation.audit.human import human_agreement, load_human_ratings
 from evaluation.audit.judges import JudgeConfigError, judge_config, make_step, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, Unit, prepare_benchmark
-from evaluation.audit.run import (AuditResult, JudgeBatch, finalize, human_agreement_from_run, judge_batch,
+from evaluation.audit.run import (AuditResult, JudgeBatch, estimate_audit, finalize, human_agreement_from_run, judge_batch,
                                   judge_batches, plan_batches, run_audit)
 
 __all__ = [
     "AuditConfig", "AuditResult", "CandidateSet", "Choice", "EvidenceIndex", "HEURISTICS", "JudgeBatch",
-    "JudgeConfigError", "JudgeSpec", "METRICS", "NegativeMiner", "PreparedBenchmark", "Rating", "Unit", "finalize",
+    "JudgeConfigError", "JudgeSpec", "METRICS", "NegativeMiner", "PreparedBenchmark", "Rating", "Unit", "estimate_audit",
+    "finalize",
     "human_agreement", "human_agreement_from_run", "item_seed", "judge_batch", "judge_batches", "judge_config",
     "krippendorff_alpha", "load_human_ratings", "make_step", "mean_pairwise_agreement", "mean_pairwise_spearman",
     "parse_choice", "parse_rating", "plan_batches", "prepare_benchmark", "resolve_judges", "run_audit",

@@ -333,6 +333,30 @@ def run_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence[str 
     return finalize(prepared, specs, rows, config, store, human_ratings=human_ratings, llm=llm, write=write)
 
 
+def estimate_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence[str | JudgeSpec] | None = None, *,
+                   llm_config: LLMConfig | None = None, config: AuditConfig | None = None,
+                   out: str | Path | None = None):
+    """Dry run of :func:`run_audit`: the LLM calls, tokens and cost it would spend (nothing is
+    sent; candidate lists are built, so hard negatives are retrieved). Calls already in the
+    run's LLM cache (``out``) count as cached. Returns an :class:`agents.DryRunReport`."""
+    from agents.cache import CallCache
+    from agents.dryrun import dry_run
+    config = config or AuditConfig()
+    benches = [benchmarks] if isinstance(benchmarks, Benchmark) else list(benchmarks)
+    specs = resolve_judges(judges, llm_config)
+    cfg = judge_config(llm_config, specs, config.metrics)
+    cache_dir = config.embedding_cache or (str(Path(out) / "cache" / "embeddings") if out is not None else None)
+    prepared = [prepare_benchmark(b, config, cache_dir=cache_dir) for b in benches]
+    heur = _Heuristics({p.name: p for p in prepared})
+    workload = []
+    for b in plan_batches(prepared, specs):
+        step = make_step(b.metric, b.judge, config, heuristic=heur.get(b.benchmark, b.judge))
+        workload.append((step, [u.inputs for u in b.units
+                                if not (config.self_preference and b.judge.is_self(u.generator))]))
+    llm_cache = cfg.cache.resolve_dir(out) if out is not None else None
+    return dry_run(cfg, workload, cache=CallCache(llm_cache) if llm_cache is not None and llm_cache.is_dir() else None)
+
+
 def human_agreement_from_run(run_dir: str | Path, ratings_csv: str | Path) -> list[dict[str, Any]]:
     """Correlate an existing audit run's judges and ensemble with a human ratings CSV, and write
     ``audit_human`` into the run."""

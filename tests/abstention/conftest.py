@@ -1,73 +1,20 @@
-"""Fixtures for the abstention tests: the MTRAG fixture data, small sub-benchmarks, and a fake
-OpenAI-compatible server whose replies depend on the requested model (judges, answer model,
-expander), following the pattern of ``tests/agents/conftest.py``."""
+"""Fixtures for the abstention tests (pattern of ``tests/agents/conftest.py``): the MTRAG
+benchmarks, the model-routed fake server and LLM configs pointing at it."""
 from __future__ import annotations
 
-import json
-import math
-import re
-import threading
 from pathlib import Path
 
 import pytest
 
 from agents.config import CacheConfig, EndpointConfig, LLMConfig, RetryConfig
-from agents.fake_server import FakeLLMServer, Reply
+from agents.fake_server import FakeLLMServer
 from storage.benchmark import Benchmark, load_benchmark
-
-MTRAG = Path(__file__).resolve().parents[1] / "data" / "mtrag"
-LABELS = ("yes", "partial", "no")
-
-
-def judge_label(model: str, text: str) -> str:
-    """The fake judges' deterministic label of a prompt (judge-b is shifted by one)."""
-    shift = 1 if model.endswith("b") else 0
-    return LABELS[(len(text) + shift) % 3]
-
-
-def probe_p(text: str) -> float:
-    """The fake answer model's P(ANSWERABLE) for a prompt."""
-    return 0.1 + 0.8 * ((len(text) % 9) / 8)
-
-
-def last_question(text: str) -> str:
-    m = re.search(r"Last question: (.*)", text)
-    return m.group(1).strip() if m else "question"
-
-
-class ModelRoutedServer(FakeLLMServer):
-    """Replies by the request's model: ``judge-*`` (JSON verdicts), ``answerer`` (first line +
-    logprobs), ``expander`` (JSON expansions); anything else: the automatic reply."""
-
-    def __init__(self, **kw) -> None:
-        super().__init__(**kw)
-        self._local = threading.local()
-
-    def handle(self, body, headers):
-        self._local.body = body
-        return super().handle(body, headers)
-
-    def _next_reply(self, text: str) -> Reply:
-        model = (getattr(self._local, "body", None) or {}).get("model", "")
-        if model.startswith("judge-"):
-            return Reply.json({"label": judge_label(model, text), "supporting_passages": [1, 2],
-                               "reason": f"fake verdict of {model}"})
-        if model == "answerer":
-            p = probe_p(text)
-            first = "ANSWERABLE" if p >= 0.5 else "UNANSWERABLE"
-            lp_a, lp_u = math.log(p), math.log(1 - p)
-            tok = ("ANSWER", lp_a) if first == "ANSWERABLE" else ("UN", lp_u)
-            return Reply.text(f"{first}\nfake answer", logprobs=[
-                (tok[0], tok[1], [("ANSWER", lp_a), ("UN", lp_u), ("The", -9.0)]),
-                ("ABLE", -0.01, [("ABLE", -0.01)])])
-        if model == "expander":
-            q = last_question(text)
-            return Reply.json({"expansions": [f"{q} answer passage", q, f"{q} details"]})
-        return super()._next_reply(text)
+from tests.abstention.helpers import MTRAG, ModelRoutedServer
 
 
 @pytest.fixture
 def routed_llm():
+    """A started :class:`ModelRoutedServer` (stopped after the test)."""
     srv = ModelRoutedServer()
     srv.start()
     yield srv
@@ -76,7 +23,7 @@ def routed_llm():
 
 @pytest.fixture
 def llm_config_for():
-    """``llm_config_for(server, tmp_path, **endpoint)``: one endpoint on the fake server."""
+    """``llm_config_for(server, cache_dir=None, **endpoint)``: one endpoint on the fake server."""
     def make(server: FakeLLMServer, cache_dir: Path | None = None, **endpoint) -> LLMConfig:
         ep = {"base_url": server.base_url, "model": "fake-model", "timeout_s": 10.0, "max_concurrency": 8, **endpoint}
         return LLMConfig(endpoints={"fake": EndpointConfig(**ep)},
@@ -87,14 +34,6 @@ def llm_config_for():
     return make
 
 
-def request_text(messages: list[dict]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in messages)
-
-
-def prompt_text(raw_prompt_json: str) -> str:
-    return request_text(json.loads(raw_prompt_json))
-
-
 @pytest.fixture(scope="session")
 def mtrag_clapnq() -> Benchmark:
     return load_benchmark(MTRAG, "mtrag", "clapnq")
@@ -103,16 +42,3 @@ def mtrag_clapnq() -> Benchmark:
 @pytest.fixture(scope="session")
 def mtrag_cloud() -> Benchmark:
     return load_benchmark(MTRAG, "mtrag", "cloud")
-
-
-def sub_benchmark(bench: Benchmark, n_convs: int, n_others: int = 150) -> Benchmark:
-    """The first ``n_convs`` conversations, and a corpus of their qrels passages plus every
-    ``len/n_others``-th other passage (sorted ids): small and deterministic."""
-    convs = list(dict.fromkeys(t.conv_id for t in bench.turns))[:n_convs]
-    turns = [t for t in bench.turns if t.conv_id in convs]
-    rel = {d for t in turns for d in t.gold}
-    others = sorted(d for d in bench.corpus if d not in rel)
-    step = len(others) / n_others
-    keep = rel | {others[int(i * step)] for i in range(n_others)}
-    return Benchmark(name=f"{bench.name}-sub{n_convs}", format=bench.format,
-                     corpus={d: doc for d, doc in bench.corpus.items() if d in keep}, turns=turns)

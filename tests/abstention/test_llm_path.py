@@ -12,7 +12,8 @@ import pytest
 from agents.fake_server import FakeLLMServer
 from evaluation.abstention import AbstentionConfig, AbstentionError, run_abstention
 
-from conftest import ModelRoutedServer, judge_label, last_question, probe_p, prompt_text, sub_benchmark
+from tests.abstention.helpers import (ModelRoutedServer, judge_label, last_question, probe_p, prompt_text,
+                                     sub_benchmark)
 
 
 @pytest.fixture(scope="module")
@@ -107,5 +108,6 @@ def test_unknown_answer_format_is_a_failure_not_a_guess(small, llm_config_for, t
     finally:
         srv.stop()
     det = {d.name: d for d in res.detectors}["answer:answerer"]
-    assert det.available and det.n_missing == len({c.key for c in res.contexts if c.doc_ids})
-    assert any("no usable first token" in n for n in res.notes)
+    assert not det.available and det.n_missing == len({c.key for c in res.contexts if c.doc_ids})
+    assert det.message in res.notes and "no context got a usable first token" in det.message
+    assert res.auroc_columns == ["auroc:top1:rule", "auroc:top1:content"]

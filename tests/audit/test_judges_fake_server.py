@@ -130,3 +130,14 @@ def test_budget_stop_is_reported_not_hidden(fake_llm, tmp_path):
     s = res.summary_for(judge="judge")["quality"]
     assert s["n"] + s["n_failures"] == 12 and s["n_failures"] > 0
     assert res.llm["stopped_reason"] and "budget stopped the audit early" in res.markdown
+
+
+def test_dry_run_counts_calls_without_sending(fake_llm, tmp_path):
+    from evaluation.audit import estimate_audit
+    bench = synthetic_benchmark(5, generator={0: "m"})
+    cfg = llm_config(("judge", fake_llm, "m"), prices={"m": {"input_per_1m": 1.0, "output_per_1m": 2.0}})
+    rep = estimate_audit(bench, ["judge", "overlap"], llm_config=cfg, config=_cfg(reverse_pass=True))
+    assert fake_llm.count == 0
+    # judge: 4 turns (turn 0 is its own) x (alignment + 2 distinguishability passes + faithfulness + quality)
+    assert rep.by_role["audit_quality@judge"].calls == 4 and rep.by_role["audit_distinguishability@judge"].calls == 8
+    assert rep.by_role["audit_alignment@overlap"].calls == 5 and rep.cost_usd > 0

@@ -66,7 +66,7 @@ def test_cli_run_mode(app, run_files, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--benchmark", "bench"], "--benchmark mode is not available"),
+    (["--benchmark", "no-such-bench"], "does not exist"),
     ([], "nothing to evaluate"),
     (["--run", "RUN"], "needs --qrels"),
     (["--run", "nope.trec", "--qrels", "nope.tsv"], "does not exist"),

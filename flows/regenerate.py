@@ -1,0 +1,205 @@
+"""Scheduled benchmark regeneration, versioned; plus the evaluate-retrievers flow.
+
+``regenerate_benchmark`` (deployment ``regenerate-benchmark``): each run builds a benchmark
+*version* named ``<date>-<config hash>-<corpus hash>`` under ``output_root``:
+
+* every cached stage is reused: the spine's stage caches (same version dir), the shared
+  embedding cache (``<output_root>/.cache/embeddings``) and the shared LLM call cache
+  (``<output_root>/.cache/llm``), so an unchanged corpus re-embeds nothing and re-asks the
+  LLM nothing even on a new date;
+* the version is published only when everything succeeded: ``_SUCCESS`` marker, then
+  ``LATEST`` is replaced atomically. A failed run leaves its partial version without a
+  marker and ``LATEST`` still names the last good version;
+* a diff against the previous good version is written (``diff.json``, ``diff.md``): documents
+  added/removed, conversations regenerated, metric drift of the evaluated retrievers.
+
+Parameters hold no secrets: the LLM endpoint is given by *name* (its key comes from the
+environment variable named in the LLM config, or a Prefect Secret block resolved on the worker).
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
+
+from flows.config import MTRConfig, load_config
+from storage.store import RunStore
+
+SUCCESS = "_SUCCESS"
+LATEST = "LATEST"
+
+
+def corpus_hash(path: str | Path) -> str:
+    """Content hash of a corpus file or directory (file names + bytes), independent of mtimes."""
+    p = Path(path)
+    h = hashlib.sha256()
+    files = sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p]
+    for f in files:
+        h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def config_hash(cfg: MTRConfig) -> str:
+    data = cfg.model_dump(mode="json")
+    data.pop("runs_root", None)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def version_id(cfg: MTRConfig, corpus: str | Path, date: str | None = None) -> str:
+    date = date or _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d")
+    return f"{date}-{config_hash(cfg)[:8]}-{corpus_hash(corpus)[:8]}"
+
+
+def good_versions(root: str | Path) -> list[str]:
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(d.name for d in root.iterdir() if d.is_dir() and (d / SUCCESS).exists())
+
+
+def latest(root: str | Path) -> str | None:
+    p = Path(root) / LATEST
+    return p.read_text().strip() if p.exists() else None
+
+
+def publish(root: str | Path, version: str) -> None:
+    """Mark a version good and point LATEST at it (atomic replace)."""
+    root = Path(root)
+    (root / version / SUCCESS).write_text(_dt.datetime.now(_dt.timezone.utc).isoformat())
+    tmp = root / f".{LATEST}.tmp"
+    tmp.write_text(version + "\n")
+    os.replace(tmp, root / LATEST)
+
+
+def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, Any]:
+    """Documents added/removed, conversations regenerated, metric drift (new - old)."""
+    new = RunStore(str(new_dir))
+    out: dict[str, Any] = {"previous": Path(old_dir).name if old_dir else None, "current": Path(new_dir).name}
+    if not old_dir:
+        out["note"] = "first version: nothing to compare with"
+        return out
+    old = RunStore(str(old_dir))
+
+    def docs(s: RunStore) -> dict[str, str]:
+        t = s.read_table("documents", columns=["doc_id", "content_hash"]).to_pylist()
+        return {r["doc_id"]: r["content_hash"] for r in t}
+
+    def convs(s: RunStore) -> dict[str, str]:
+        h: dict[str, hashlib._Hash] = {}
+        for r in sorted(s.read_table("turns").to_pylist(), key=lambda r: (r["conv_id"], r["turn"])):
+            h.setdefault(r["conv_id"], hashlib.sha256()).update(
+                json.dumps([r["question"], r["answer"], r["gold_doc_ids"]]).encode())
+        return {k: v.hexdigest() for k, v in h.items()}
+
+    def metrics(d: Path) -> dict[str, float]:
+        p = d / "eval" / "metrics.parquet"
+        if not p.exists():
+            return {}
+        import pyarrow.parquet as pq
+        rows = pq.read_table(p).to_pylist()
+        res = {}
+        for r in rows:
+            name = r.get("run") or r.get("retriever") or r.get("name")
+            for k in ("ndcg_cut_5", "recall_5", "recall_20"):
+                if name is not None and k in r and r[k] is not None:
+                    res[f"{name}:{k}"] = float(r[k])
+        return res
+
+    do, dn = docs(old), docs(new)
+    out["documents_added"] = sorted(set(dn) - set(do))
+    out["documents_removed"] = sorted(set(do) - set(dn))
+    out["documents_changed"] = sorted(d for d in set(do) & set(dn) if do[d] != dn[d])
+    co, cn = convs(old), convs(new)
+    out["conversations_regenerated"] = sorted(c for c in cn if co.get(c) != cn[c])
+    out["conversations_unchanged"] = sum(1 for c in cn if co.get(c) == cn[c])
+    mo, mn = metrics(Path(old_dir)), metrics(Path(new_dir))
+    out["metric_drift"] = {k: round(mn[k] - mo[k], 6) for k in sorted(set(mo) & set(mn))}
+    return out
+
+
+def diff_markdown(d: dict[str, Any]) -> str:
+    lines = [f"# Benchmark version `{d['current']}`", "", f"Previous good version: `{d['previous']}`", ""]
+    if d.get("note"):
+        return "\n".join(lines + [d["note"]])
+    lines += [f"- documents added: {len(d['documents_added'])}, removed: {len(d['documents_removed'])}, "
+              f"changed: {len(d['documents_changed'])}",
+              f"- conversations regenerated: {len(d['conversations_regenerated'])}, "
+              f"unchanged: {d['conversations_unchanged']}", "", "| metric | drift |", "|---|---|"]
+    lines += [f"| {k} | {v:+.4f} |" for k, v in d["metric_drift"].items()]
+    return "\n".join(lines)
+
+
+@task(name="evaluate-retrievers", cache_policy=NO_CACHE, tags=["mtr", "stage:evaluate"])
+def evaluate_task(benchmark: str, fmt: str, retrievers: list[str], modes: list[str], depth: int,
+                  domain: str | None = None) -> dict:
+    from evaluation.benchmark_eval import evaluate_and_report, summary_rows
+    _, ev, files, out = evaluate_and_report(benchmark, fmt, retrievers, modes, depth, None, domain)
+    return {"rows": summary_rows(ev), "markdown": files.markdown, "report": str(files.html), "out": str(out)}
+
+
+@flow(name="evaluate-retrievers", flow_run_name="evaluate-{fmt}-{benchmark_name}")
+def evaluate_retrievers(benchmark: str, fmt: str = "ours", retrievers: list[str] | None = None,
+                        query_modes: list[str] | None = None, depth: int = 20, domain: str | None = None,
+                        benchmark_name: str = "") -> dict:
+    """Run retrievers on a benchmark and publish the table as a markdown artifact."""
+    res = evaluate_task(benchmark, fmt, retrievers or ["bm25", "dense", "hybrid"], query_modes or ["last_turn"],
+                        depth, domain)
+    try:
+        create_markdown_artifact(key="evaluation", markdown=res["markdown"] + f"\n\nReport: `{res['report']}`",
+                                 description="retrieval evaluation")
+    except Exception:  # noqa: BLE001
+        pass
+    return res
+
+
+@flow(name="regenerate-benchmark", flow_run_name="regenerate-{version_name}")
+def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None = None,
+                         llm_endpoint: str | None = None, llm_config: str | None = None,
+                         date: str | None = None, version_name: str = "") -> dict:
+    """Build (or reuse) today's benchmark version, evaluate it, diff it, publish it."""
+    from flows.pipeline import run_spine_in_flow
+    from flows.synthesis import synthesize_flow
+    logger = get_run_logger()
+    root = Path(output_root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    overrides: dict[str, Any] = {"runs_root": str(root), "embed.cache_dir": str(root / ".cache" / "embeddings"),
+                                 "llm_cache_dir": str(root / ".cache" / "llm")}
+    if llm_config:
+        overrides["llm_config"] = llm_config
+    cfg = load_config(config_file, overrides)
+    if llm_endpoint:
+        logger.info("LLM endpoint: %s (key from its configured environment variable)", llm_endpoint)
+    version = version_id(cfg, corpus, date)
+    vdir = root / version
+    previous = latest(root)
+    logger.info("version %s (previous good: %s)", version, previous)
+    spine = run_spine_in_flow(str(vdir), cfg, ["curate", "chunk", "embed", "cluster"], str(Path(corpus).resolve()))
+    synth = synthesize_flow(run_dir=str(vdir), config=cfg.model_dump(mode="json"), run_name=version)
+    ev = evaluate_retrievers(str(vdir), "ours", cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.k,
+                             benchmark_name=version)
+    prev_dir = root / previous if previous and previous != version and (root / previous / SUCCESS).exists() else None
+    if prev_dir is None and previous == version:
+        older = [v for v in good_versions(root) if v != version]
+        prev_dir = root / older[-1] if older else None
+    diff = version_diff(prev_dir, vdir)
+    (vdir / "diff.json").write_text(json.dumps(diff, indent=2))
+    (vdir / "diff.md").write_text(diff_markdown(diff))
+    publish(root, version)
+    cached = {s: r["cached"] for s, r in spine.items()}
+    md = (f"# Regenerated `{version}`\n\nSpine stages cached: {cached}\n\n" + diff_markdown(diff)
+          + f"\n\nSynthesis: {synth['summary']}\n\nEvaluation report: `{ev['report']}`\n")
+    try:
+        create_markdown_artifact(key="regeneration", markdown=md, description="benchmark regeneration")
+    except Exception:  # noqa: BLE001
+        pass
+    return {"version": version, "dir": str(vdir), "spine_cached": cached, "synth": synth["summary"], "diff": diff}

@@ -1,0 +1,65 @@
+"""``mtr abstention`` end to end (subprocess), its one-sentence errors, and the Prefect wrapper
+(slow: it starts a temporary Prefect server)."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.abstention.helpers import MTRAG
+
+
+def _mtr(*args):
+    return subprocess.run([sys.executable, "-m", "flows.cli", "abstention", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_cli_runs_offline_and_says_it_is_a_demonstration(tmp_path):
+    out = tmp_path / "run"
+    r = _mtr("--benchmark", str(MTRAG), "--format", "mtrag", "--domain", "cloud", "--retriever", "bm25-turn",
+             "--retriever", "fusion", "--limit", "40", "--review-n", "30", "--answer-check", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "DEMONSTRATION: offline stand-ins are in use" in r.stdout
+    assert "bm25-turn" in r.stdout and "AUROC" in r.stdout and "flips rule -> content:heuristic-support" in r.stdout
+    for name in ("report.html", "summary.md", "review_sample.csv", "relabel_suggestions.csv", "ladder.png",
+                 "per_retriever.parquet", "answer_check.parquet", "llm_calls"):
+        assert (out / name).exists(), name
+    man = json.loads((out / "manifest.json").read_text())["abstention"]
+    assert man["config"]["limit"] == 40 and man["config"]["answer_check"] and man["offline_demo"]
+    assert "## Answer check" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--format", "mtrag"], "--format mtrag needs --domain"),
+    (["--format", "mtrag", "--domain", "cloud", "--retriever", "bm25-magic"], "unknown retriever 'bm25-magic'"),
+    (["--format", "mtrag", "--domain", "cloud", "--judge", "gpt-4o"],
+     "judge 'gpt-4o' is an LLM and needs --llm-config"),
+    (["--format", "mtrag", "--domain", "cloud", "--limit", "0"], "abstention setting limit"),
+    (["--format", "mtrag", "--domain", "atlantis"], "has no queries/atlantis_rewrite.jsonl"),
+    (["--format", "tsv"], "--format must be mtrag, ours or beir"),
+])
+def test_cli_errors_are_one_sentence(args, msg, tmp_path):
+    r = _mtr("--benchmark", str(MTRAG), *args, "--out", str(tmp_path / "x"))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert msg in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.slow
+def test_prefect_flow_publishes_the_markdown_artifact(tmp_path):
+    from prefect.testing.utilities import prefect_test_harness
+
+    from evaluation.abstention import AbstentionConfig
+    from flows.abstention_flow import run_abstention_flow
+    with prefect_test_harness(server_startup_timeout=90):
+        res = run_abstention_flow(MTRAG, "mtrag", "cloud", tmp_path / "flow-run",
+                                  AbstentionConfig(retrievers=["bm25-turn"], limit=20, review_n=10))
+        from prefect.client.orchestration import get_client
+
+        async def artifacts():
+            async with get_client() as client:
+                return await client.read_artifacts()
+        import asyncio
+        arts = asyncio.run(artifacts())
+    assert res.files["html"].exists()
+    assert any(a.key == "abstention-flow-run" and "DEMONSTRATION" in (a.data or "") for a in arts)
