@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install demo test test-slow bench clean
+.PHONY: install demo test test-slow bench clean serve
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -37,3 +37,6 @@ bench: install
 
 clean:
 	rm -rf mtr-runs .pytest_cache
+
+serve: install
+	$(VENV)/bin/mtr serve

@@ -7,7 +7,7 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from clustering.embed import EmbeddingCache, embed_with_cache, model_id
+from clustering.embed import EmbeddingCache, embed_with_cache, encode, model_id
 from clustering.greedy import greedy_clusters
 from clustering.knn import knn
 from clustering.topics import cluster_topics, fit_topics
@@ -42,6 +42,39 @@ def embed(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, A
     })
     store.write_table("embeddings", table, embeddings_schema(dim))
     return {"chunks": total, "newly_embedded": n_new, "from_cache": total - n_new, "dim": dim, "model": mid}
+
+
+def embed_plan(store: RunStore, cfg, batch_chunks: int) -> list[dict[str, list[str]]]:
+    """Batches of the chunks the embedding cache lacks, for parallel ``embed_batch`` calls.
+
+    Unique content hashes in chunk order (as ``embed`` would encode them), split every
+    ``batch_chunks``; each batch is ``{"hashes": [...], "texts": [...]}``. With
+    ``batch_chunks`` a multiple of ``8 * embed.batch_size`` the encoder sees the same blocks
+    as the single-process ``embed`` and the vectors are bit-identical.
+    """
+    t = store.read_table("chunks", columns=["text", "content_hash"])
+    texts, hashes = t.column("text").to_pylist(), t.column("content_hash").to_pylist()
+    found = EmbeddingCache(default_cache_dir(store, cfg)).lookup(model_id(cfg.embed.model), hashes)
+    seen: set[str] = set(found)
+    todo_h: list[str] = []
+    todo_t: list[str] = []
+    for text, h in zip(texts, hashes):
+        if h not in seen:
+            seen.add(h)
+            todo_h.append(h)
+            todo_t.append(text)
+    return [{"hashes": todo_h[i:i + batch_chunks], "texts": todo_t[i:i + batch_chunks]}
+            for i in range(0, len(todo_h), batch_chunks)]
+
+
+def embed_batch(texts: list[str], cfg) -> np.ndarray:
+    """Vectors of one batch (any process: loads the encoder once per process)."""
+    return encode(texts, model=cfg.embed.model, batch_size=cfg.embed.batch_size)
+
+
+def embed_store_batch(store: RunStore, cfg, hashes: list[str], vectors: np.ndarray) -> None:
+    """Add one batch's vectors to the shared embedding cache (``embed`` then reads them back)."""
+    EmbeddingCache(default_cache_dir(store, cfg)).add(model_id(cfg.embed.model), hashes, vectors)
 
 
 def read_embeddings(store: RunStore) -> tuple[list[str], np.ndarray]:

@@ -11,6 +11,7 @@ from flows.errors import UserError
 
 
 def register(app: typer.Typer) -> None:
+    register_serve(app)
     runs = typer.Typer(help="List and inspect run directories.", no_args_is_help=True)
     app.add_typer(runs, name="runs")
 
@@ -83,3 +84,16 @@ def _write(table, path: str) -> None:
                 f.write(json.dumps(r, default=str) + "\n")
     else:
         raise UserError("--output must end in .parquet, .csv or .jsonl")
+
+
+def register_serve(app: typer.Typer) -> None:
+    @app.command(help="Start a local Prefect server (127.0.0.1), the process work pool, the deployments of "
+                      "deploy/prefect.yaml and a worker; prints the UI address; Ctrl-C stops everything "
+                      "(worker first).\n\nExample: mtr serve --port 4200")
+    def serve(port: int = typer.Option(4200), host: str = typer.Option("127.0.0.1"),
+              home: Optional[str] = typer.Option(None, help="PREFECT_HOME for the server (default: Prefect's)")):
+        from flows.serve import serve as run
+        try:
+            run(host=host, port=port, home=home, echo=console.print)
+        except (RuntimeError, TimeoutError) as exc:
+            raise UserError(str(exc)) from exc

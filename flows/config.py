@@ -9,7 +9,7 @@ import hashlib
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -30,6 +30,26 @@ class EmbedConfig(BaseModel):
     cache_dir: str | None = Field(None, description="shared embedding cache; default <runs_root>/.cache/embeddings")
 
 
+class ScaleConfig(BaseModel):
+    """Where the CPU-heavy spine stages run, and the global LLM guard for multi-worker runs.
+
+    Execution settings only: they never change an artifact (the Dask runner writes the same
+    tables as the default one), so no stage cache key depends on them.
+    """
+    model_config = ConfigDict(extra="forbid")
+    runner: Literal["default", "dask"] = Field("default", description="default: one process; dask: prefect-dask "
+                                                                      "DaskTaskRunner (embedding batches in parallel)")
+    dask_address: str | None = Field(None, description="scheduler of a running Dask cluster (tcp://host:8786); "
+                                                       "default: a temporary LocalCluster")
+    dask_workers: int = Field(2, ge=1, description="LocalCluster worker processes")
+    dask_threads_per_worker: int = Field(1, ge=1, description="threads per LocalCluster worker")
+    embed_batch_chunks: int = Field(512, ge=1, description="chunks per parallel embedding task; a multiple of "
+                                                           "8 x embed.batch_size gives bit-identical vectors")
+    llm_concurrency_limit: str | None = Field(None, description="Prefect global concurrency limit held (1 slot) by "
+                                                                "each synthesis batch; create it first with "
+                                                                "`prefect gcl create NAME --limit N`")
+
+
 class MTRConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runs_root: str = Field("mtr-runs", description="where run directories are created")
@@ -46,6 +66,7 @@ class MTRConfig(BaseModel):
     llm_cache_dir: str | None = Field(None, description="override the LLM call cache directory (regeneration shares "
                                                         "one across benchmark versions)")
     eval: "EvalConfig" = Field(default_factory=lambda: EvalConfig())
+    scale: ScaleConfig = Field(default_factory=ScaleConfig)
 
     def stage_hash(self, *sections: str) -> str:
         data = {s: getattr(self, s).model_dump(mode="json") if hasattr(getattr(self, s), "model_dump")

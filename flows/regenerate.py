@@ -81,6 +81,14 @@ def publish(root: str | Path, version: str) -> None:
     os.replace(tmp, root / LATEST)
 
 
+def resolve_benchmark(path: str | Path) -> Path:
+    """A benchmark directory, or an output root whose LATEST names the current good version."""
+    p = Path(path)
+    if (p / LATEST).exists():
+        return p / (p / LATEST).read_text().strip()
+    return p
+
+
 def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, Any]:
     """Documents added/removed, conversations regenerated, metric drift (new - old)."""
     new = RunStore(str(new_dir))
@@ -152,6 +160,7 @@ def evaluate_retrievers(benchmark: str, fmt: str = "ours", retrievers: list[str]
                         query_modes: list[str] | None = None, depth: int = 20, domain: str | None = None,
                         benchmark_name: str = "") -> dict:
     """Run retrievers on a benchmark and publish the table as a markdown artifact."""
+    benchmark = str(resolve_benchmark(benchmark))
     res = evaluate_task(benchmark, fmt, retrievers or ["bm25", "dense", "hybrid"], query_modes or ["last_turn"],
                         depth, domain)
     try:
@@ -203,3 +212,21 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
     except Exception:  # noqa: BLE001
         pass
     return {"version": version, "dir": str(vdir), "spine_cached": cached, "synth": synth["summary"], "diff": diff}
+
+
+@flow(name="audit-benchmark", flow_run_name="audit-{fmt}-{benchmark_name}")
+def audit_benchmark(benchmark: str, fmt: str = "ours", domain: str | None = None, judges: list[str] | None = None,
+                    llm_config: str | None = None, out: str | None = None, limit: int | None = None,
+                    benchmark_name: str = "") -> dict:
+    """Deployable audit: JSON parameters only (the LLM config is a *path*; keys stay in the environment)."""
+    from agents.config import LLMConfig
+    from evaluation.audit.config import AuditConfig
+    from flows.audit_flow import audit_flow
+    benchmark = str(resolve_benchmark(benchmark))
+    cfg = AuditConfig(limit=limit) if limit else AuditConfig()
+    llm = LLMConfig.from_file(llm_config) if llm_config else None
+    out_dir = out or (str(Path(benchmark) / "audit") if fmt == "ours" else f"mtr-audit/{Path(benchmark).name}")
+    RunStore(out_dir).ensure()
+    specs = [{"path": benchmark, "format": fmt, "domain": domain, "split": "test"}]
+    res = audit_flow(specs, judges, str(Path(out_dir).resolve()), llm, cfg, None, run_name=Path(out_dir).name)
+    return {"out": out_dir, "markdown": getattr(res, "markdown", "")}
