@@ -12,6 +12,14 @@ from flows.errors import UserError
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+RUNNER_OPT = typer.Option(None, "--runner", help="default | dask: run the embedding batches on a Dask cluster "
+                                                 "(prefect-dask; a local cluster unless --dask-address)")
+DASK_OPT = typer.Option(None, "--dask-address", help="scheduler address of a running Dask cluster, e.g. "
+                                                     "tcp://10.0.0.5:8786 (implies --runner dask)")
+
+
+def _scale(runner: Optional[str], dask_address: Optional[str]) -> dict:
+    return {"scale.runner": runner or ("dask" if dask_address else None), "scale.dask_address": dask_address}
 
 
 def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
@@ -85,8 +93,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command(help="Embed the chunks of a run (cached by model + content hash).\n\nExample: mtr embed my-run")
     def embed(run: str = typer.Argument(...), config: Optional[Path] = CONFIG_OPT,
-              batch_size: Optional[int] = typer.Option(None)):
-        cfg = _cfg(config, {"embed.batch_size": batch_size})
+              batch_size: Optional[int] = typer.Option(None), runner: Optional[str] = RUNNER_OPT,
+              dask_address: Optional[str] = DASK_OPT):
+        cfg = _cfg(config, {"embed.batch_size": batch_size, **_scale(runner, dask_address)})
         _run_and_report(resolve_run(run, cfg.runs_root), cfg, ["embed"], None)
 
     @app.command(help="kNN + greedy-traversal clusters and HDBSCAN topics.\n\nExample: mtr cluster my-run --size 8")
@@ -101,8 +110,9 @@ def register(app: typer.Typer) -> None:
                       "Example: mtr build corpus.jsonl --text-field body --run nightly")
     def build(input: Path = typer.Argument(...), run: Optional[str] = typer.Option(None),
               config: Optional[Path] = CONFIG_OPT, text_field: Optional[str] = typer.Option(None),
-              id_field: Optional[str] = typer.Option(None)):
-        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field})
+              id_field: Optional[str] = typer.Option(None), runner: Optional[str] = RUNNER_OPT,
+              dask_address: Optional[str] = DASK_OPT):
+        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field, **_scale(runner, dask_address)})
         _run_and_report(_new_run_dir(cfg, run, "run"), cfg, ["curate", "chunk", "embed", "cluster"], str(input))
 
     @app.command(help="Synthesize a multi-turn benchmark (LangGraph agents) on a corpus or an existing run.\n\n"
@@ -114,10 +124,15 @@ def register(app: typer.Typer) -> None:
                    turns: Optional[int] = typer.Option(None, help="T: turns per conversation (default 12)"),
                    conversations: Optional[int] = typer.Option(None, help="number of conversations (default: all clusters)"),
                    llm_config: Optional[Path] = typer.Option(None, help="LLM layer YAML; omitted = offline backend"),
-                   text_field: Optional[str] = typer.Option(None), id_field: Optional[str] = typer.Option(None)):
+                   text_field: Optional[str] = typer.Option(None), id_field: Optional[str] = typer.Option(None),
+                   runner: Optional[str] = RUNNER_OPT, dask_address: Optional[str] = DASK_OPT,
+                   llm_concurrency_limit: Optional[str] = typer.Option(
+                       None, help="Prefect global concurrency limit held by each synthesis batch "
+                                  "(create it first: prefect gcl create NAME --limit N)")):
         cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations,
                             "llm_config": str(llm_config) if llm_config else None,
-                            "load.text_field": text_field, "load.id_field": id_field})
+                            "load.text_field": text_field, "load.id_field": id_field,
+                            "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address)})
         run_synthesis_cmd(out, cfg, corpus)
 
     @app.command(help="Run everything on the bundled example corpus with the embedded (offline) defaults:\n\n"

@@ -5,6 +5,13 @@ Orchestration only: every task calls a plain stage function (``corpus.stages``,
 content hash of its input table, the stage code version), never on the flow-run id, and
 results persist under ``<run>/cache/prefect``, so re-running an unchanged stage is a cache
 hit. Flows need no server (ephemeral mode) and appear in the UI when PREFECT_API_URL is set.
+
+Scale-out (``scale.runner = "dask"``, ``mtr build --runner dask``): the flow runs on a
+prefect-dask ``DaskTaskRunner`` (a temporary LocalCluster, or ``scale.dask_address``) and,
+when the embed stage is going to run, first encodes the chunks missing from the embedding
+cache as parallel ``embed-batch`` tasks; the flow adds each batch to the cache, then the
+unchanged embed stage gathers every vector from it and writes the same ``embeddings`` table
+as a single-process run. Stage cache keys do not depend on the runner.
 """
 from __future__ import annotations
 
@@ -18,6 +25,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NO_CACHE
 
 import clustering.stages as cstages
 import corpus.chunk
@@ -83,7 +91,7 @@ def _key_fn(stage: str):
     return fn
 
 
-def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> dict:
+def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = None, batched_new: int = 0) -> dict:
     store = RunStore(run_dir).ensure()
     cfg = MTRConfig.model_validate(config)
     logger = get_run_logger()
@@ -93,6 +101,9 @@ def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = 
         summary = stages.chunk(store, cfg, progress=report)
     elif stage == "embed":
         summary = cstages.embed(store, cfg, progress=report)
+        if batched_new:  # vectors encoded by this run's embed-batch tasks, gathered here from the cache
+            summary["newly_embedded"] += batched_new
+            summary["from_cache"] -= batched_new
     else:
         summary = cstages.cluster(store, cfg, progress=report)
     store.write_manifest(stages={stage: {"summary": summary, "code_version": code_version(stage)}})
@@ -116,11 +127,85 @@ curate_task = task(name="curate", cache_key_fn=_key_fn("curate"), persist_result
 chunk_task = task(name="chunk", cache_key_fn=_key_fn("chunk"), persist_result=True, task_run_name=_name("chunk"),
                   tags=["mtr", "stage:chunk"])(lambda run_dir, config: _run_stage("chunk", run_dir, config))
 embed_task = task(name="embed", cache_key_fn=_key_fn("embed"), persist_result=True, task_run_name=_name("embed"),
-                  tags=["mtr", "stage:embed"])(lambda run_dir, config: _run_stage("embed", run_dir, config))
+                  tags=["mtr", "stage:embed"])(lambda run_dir, config, batched_new=0:
+                                               _run_stage("embed", run_dir, config, batched_new=batched_new))
 cluster_task = task(name="cluster", cache_key_fn=_key_fn("cluster"), persist_result=True,
                     task_run_name=_name("cluster"), tags=["mtr", "stage:cluster"])(
     lambda run_dir, config: _run_stage("cluster", run_dir, config))
 TASKS = {"curate": curate_task, "chunk": chunk_task, "embed": embed_task, "cluster": cluster_task}
+
+
+def _batch_name() -> str:
+    from prefect.runtime import task_run
+    p = task_run.parameters
+    return f"embed-batch-{p['index']}[{Path(p['run_dir']).name}]"
+
+
+@task(name="embed-batch", cache_policy=NO_CACHE, retries=1, task_run_name=_batch_name, tags=["mtr", "stage:embed"])
+def embed_batch_task(run_dir: str, config: dict, texts: list[str], index: int):
+    """Encode one batch of texts on whichever worker runs it; the vectors come back to the flow."""
+    return cstages.embed_batch(texts, MTRConfig.model_validate(config))
+
+
+def task_runner_for(cfg: MTRConfig):
+    """The flow's task runner for ``scale.runner``: None (Prefect's default) or a DaskTaskRunner."""
+    s = cfg.scale
+    if s.runner == "default":
+        return None
+    try:
+        from prefect_dask import DaskTaskRunner
+    except ImportError as exc:  # pragma: no cover - prefect-dask is a pinned dependency
+        raise ValueError("the dask runner needs prefect-dask (pip install prefect-dask)") from exc
+    if s.dask_address:
+        return DaskTaskRunner(address=s.dask_address)
+    return DaskTaskRunner(cluster_kwargs={"n_workers": s.dask_workers, "threads_per_worker": s.dask_threads_per_worker,
+                                          "processes": True, "host": "127.0.0.1"})
+
+
+def _stage_cached(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> bool:
+    """Whether the stage task would be a cache hit (its persisted result exists)."""
+    try:
+        from prefect.results import get_result_store
+        key = stage_cache_key(stage, run_dir, config, input_path)
+        return get_result_store().update_for_task(TASKS[stage]).exists(key)
+    except Exception:  # noqa: BLE001 - unknown means "not cached": the batches then only warm the cache
+        return False
+
+
+@contextmanager
+def _api_for_workers():
+    """Point the workers at this flow's API (the submitted tasks carry the settings context).
+
+    Without a server (ephemeral mode) PREFECT_API_URL is unset and each Dask worker would
+    otherwise start a temporary server of its own on the same database.
+    """
+    from prefect.context import FlowRunContext
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    ctx = FlowRunContext.get()
+    url = getattr(getattr(ctx, "client", None), "api_url", None)
+    if PREFECT_API_URL.value() or not url:
+        yield
+        return
+    with temporary_settings(updates={PREFECT_API_URL: str(url).rstrip("/")}):
+        yield
+
+
+def embed_in_batches(run_dir: str, config: dict) -> int:
+    """Encode the chunks missing from the embedding cache as parallel tasks; returns how many were encoded."""
+    cfg = MTRConfig.model_validate(config)
+    store = RunStore(run_dir)
+    batches = cstages.embed_plan(store, cfg, cfg.scale.embed_batch_chunks)
+    if not batches:
+        return 0
+    total = sum(len(b["hashes"]) for b in batches)
+    get_run_logger().info("embedding %d new chunks in %d parallel batches", total, len(batches))
+    with _api_for_workers():
+        futures = [embed_batch_task.submit(run_dir=run_dir, config=config, texts=b["texts"], index=i)
+                   for i, b in enumerate(batches)]
+    for b, fut in zip(batches, futures):
+        cstages.embed_store_batch(store, cfg, b["hashes"], fut.result())
+        report("embed", len(b["hashes"]), total)
+    return total
 
 
 @contextmanager
@@ -141,14 +226,19 @@ def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path:
                run_name: str = "") -> dict:
     """Run the requested spine stages in order on one run directory."""
     results: dict[str, Any] = {}
+    parallel = MTRConfig.model_validate(config).scale.runner != "default"
     for stage in STAGES:
         if stage not in stages_to_run:
             continue
         store = RunStore(run_dir)
         # A stage whose output table is gone must run even when its key is cached.
-        t = TASKS[stage].with_options(refresh_cache=not store.has_table(_OUTPUT[stage]))
+        refresh = not store.has_table(_OUTPUT[stage])
+        t = TASKS[stage].with_options(refresh_cache=refresh)
         if stage == "curate":
             state = t(run_dir=run_dir, config=config, input_path=input_path, return_state=True)
+        elif stage == "embed" and parallel and (refresh or not _stage_cached(stage, run_dir, config)):
+            state = t(run_dir=run_dir, config=config, batched_new=embed_in_batches(run_dir, config),
+                      return_state=True)
         else:
             state = t(run_dir=run_dir, config=config, return_state=True)
         summary = state.result()
@@ -195,8 +285,13 @@ def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], in
     preflight(run_dir, stages_to_run, input_path)
     store = RunStore(run_dir).ensure()
     store.write_manifest(config=cfg.model_dump(mode="json"), **({"input": input_path} if input_path else {}))
-    return spine_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
-                      input_path=input_path, run_name=Path(store.path).name)
+    return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
+                       input_path=input_path, run_name=Path(store.path).name)
+
+
+def _spine(cfg: MTRConfig):
+    runner = task_runner_for(cfg)
+    return spine_flow if runner is None else spine_flow.with_options(task_runner=runner)
 
 
 def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
@@ -207,6 +302,6 @@ def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path
     store.write_manifest(config=cfg.model_dump(mode="json"),
                          **({"input": str(Path(input_path).resolve())} if input_path else {}))
     with prefect_run_settings(store.path):
-        return spine_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
-                          input_path=str(Path(input_path).resolve()) if input_path else None,
-                          run_name=Path(store.path).name)
+        return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
+                           input_path=str(Path(input_path).resolve()) if input_path else None,
+                           run_name=Path(store.path).name)

@@ -171,10 +171,17 @@ def evaluate_retrievers(benchmark: str, fmt: str = "ours", retrievers: list[str]
     return res
 
 
-@flow(name="regenerate-benchmark", flow_run_name="regenerate-{version_name}")
+def _regen_name() -> str:
+    from prefect.runtime import flow_run
+    p = flow_run.parameters
+    day = p.get("date") or _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d")
+    return f"regenerate-{Path(p['corpus']).name}-{day}"
+
+
+@flow(name="regenerate-benchmark", flow_run_name=_regen_name)
 def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None = None,
                          llm_endpoint: str | None = None, llm_config: str | None = None,
-                         date: str | None = None, version_name: str = "") -> dict:
+                         date: str | None = None) -> dict:
     """Build (or reuse) today's benchmark version, evaluate it, diff it, publish it."""
     from flows.pipeline import run_spine_in_flow
     from flows.synthesis import synthesize_flow

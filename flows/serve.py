@@ -69,7 +69,7 @@ class LocalStack:
         return open(self.log_dir / f"{name}.log", "ab")
 
     def start_server(self, timeout: float = 120) -> None:
-        env = base_env(None, self.home)
+        env = base_env(None, self.home, {"PREFECT_UI_API_URL": self.api_url})
         self.procs["server"] = subprocess.Popen(
             [prefect_exe(), "server", "start", "--host", self.host, "--port", str(self.port)],
             env=env, stdout=self._log("server"), stderr=subprocess.STDOUT, cwd=PROJECT_DIR)

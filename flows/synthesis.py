@@ -5,10 +5,16 @@ after another, each with ``synth.concurrency`` conversations in flight and the L
 own limits; a progress artifact shows conversations done / total, LLM calls, tokens and
 cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
 far is assembled and saved, and the reason is recorded in the manifest.
+
+With ``scale.llm_concurrency_limit`` set, each batch holds one slot of that Prefect global
+concurrency limit while it runs, so many workers (or many flow runs) sharing an endpoint
+never have more than the limit's batches in flight. The limit must exist on the server
+(``prefect gcl create NAME --limit N``); a missing one is an error, not an unbounded run.
 """
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -46,14 +52,24 @@ def _batch_name() -> str:
     return f"synth-batch-{p['index']}[{Path(p['run_dir']).name}]"
 
 
+def llm_slot(cfg: MTRConfig):
+    """One slot of the configured Prefect global concurrency limit, or nothing when none is set."""
+    name = cfg.scale.llm_concurrency_limit
+    if not name:
+        return nullcontext()
+    from prefect.concurrency.sync import concurrency
+    return concurrency(name, occupy=1, strict=True, raise_on_lease_renewal_failure=False)
+
+
 @task(name="synthesize-batch", cache_policy=NO_CACHE, task_run_name=_batch_name, tags=["mtr", "stage:synthesize"])
 def synth_batch(run_dir: str, config: dict, conv_ids: list[str], index: int) -> dict:
     from agents.synth.run import run_batch
     cfg = MTRConfig.model_validate(config)
     store, plans, corpus, search = _context(run_dir, cfg)
     chosen = [p for p in plans if p.conv_id in set(conv_ids)]
-    out = run_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
-                    progress=lambda n: report("synthesize", n, len(plans)))
+    with llm_slot(cfg):
+        out = run_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
+                        progress=lambda n: report("synthesize", n, len(plans)))
     done = sum(1 for s in out["states"].values() if s.get("done"))
     return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
 

@@ -216,10 +216,13 @@ class _Analysis:
                      purpose: str) -> dict[str, dict[tuple, Judgment]]:
         """Every judge on every keyed input (empty contexts are ``no`` without a call)."""
         out: dict[str, dict[tuple, Judgment]] = {}
-        todo = [(k, x) for k, x in keyed.items() if x["passages"]]
+        no_ref = {k for k, x in keyed.items() if not x["reference_answer"].strip()}
+        todo = [(k, x) for k, x in keyed.items() if x["passages"] and k not in no_ref]
         for part in self.roles.judges:
             labels: dict[tuple, Judgment] = {k: Judgment(part.name, "no", (), "empty context", "rule")
-                                             for k, x in keyed.items() if not x["passages"]}
+                                             for k, x in keyed.items() if not x["passages"] and k not in no_ref}
+            labels.update({k: Judgment(part.name, None, (), "the turn has no reference answer to judge against",
+                                       "none", failure="no_reference_answer") for k in no_ref})
             if todo:
                 batch = await self._map(llm, make_judge(part.name, part.role), [x for _, x in todo],
                                         [_item_id(k) for k, _ in todo], purpose, part.name)
@@ -365,6 +368,10 @@ class _Analysis:
                     judged_keys[c.key] = step_input(self.bench, self.by_id[c.sample_id], c.doc_ids,
                                                     cfg.max_passage_chars)
             judgments = await self._judge(llm, judged_keys, "judge")
+            n_no_ref = len({k[0] for k, x in judged_keys.items() if not x["reference_answer"].strip()})
+            if n_no_ref:
+                self.notes.append(f"{n_no_ref} turns have no reference answer: their contexts are not judged and "
+                                  "are left out of every content-label statistic.")
             for j in self.judge_names:
                 for k, v in fixed.items():
                     judgments[j][k] = Judgment(j, v.label, (), v.reason, v.backend)
@@ -415,7 +422,7 @@ class _Analysis:
                 la, lb = [], []
                 for c in ctxs:
                     a, b = judgments[self.primary].get(c.key), judgments[other].get(c.key)
-                    if a is None or b is None or a.backend in ("rule", "benchmark"):
+                    if a is None or b is None or a.backend in ("rule", "benchmark", "none"):
                         continue
                     la.append(a.label)
                     lb.append(b.label)

@@ -29,19 +29,30 @@ def test_cli_runs_offline_and_says_it_is_a_demonstration(tmp_path):
     assert "## Answer check" in (out / "summary.md").read_text()
 
 
+def test_cli_error_is_one_sentence_without_traceback(tmp_path):
+    r = _mtr("--benchmark", str(MTRAG), "--format", "mtrag", "--domain", "cloud", "--retriever", "bm25-magic",
+             "--out", str(tmp_path / "x"))
+    assert r.returncode == 2 and "error: unknown retriever 'bm25-magic'" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("args,msg", [
     (["--format", "mtrag"], "--format mtrag needs --domain"),
-    (["--format", "mtrag", "--domain", "cloud", "--retriever", "bm25-magic"], "unknown retriever 'bm25-magic'"),
     (["--format", "mtrag", "--domain", "cloud", "--judge", "gpt-4o"],
      "judge 'gpt-4o' is an LLM and needs --llm-config"),
     (["--format", "mtrag", "--domain", "cloud", "--limit", "0"], "abstention setting limit"),
     (["--format", "mtrag", "--domain", "atlantis"], "has no queries/atlantis_rewrite.jsonl"),
     (["--format", "tsv"], "--format must be mtrag, ours or beir"),
+    (["--format", "mtrag", "--domain", "cloud", "--llm-config", "/nonexistent.yaml"], "does not exist"),
 ])
-def test_cli_errors_are_one_sentence(args, msg, tmp_path):
-    r = _mtr("--benchmark", str(MTRAG), *args, "--out", str(tmp_path / "x"))
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert msg in r.stderr and "Traceback" not in r.stderr
+def test_cli_user_errors(args, msg, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+    from flows.errors import UserError
+    res = CliRunner().invoke(app, ["abstention", "--benchmark", str(MTRAG), *args, "--out", str(tmp_path / "x")])
+    assert isinstance(res.exception, UserError), res.output
+    assert msg in str(res.exception) and "\n" not in str(res.exception)
     assert not (tmp_path / "x").exists()
 
 

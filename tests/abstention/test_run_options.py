@@ -57,3 +57,20 @@ def test_default_ladder_with_hybrid_on_the_full_pools(tmp_path):
                              domain=domain)
         assert [r["retriever"] for r in res.per_retriever] == list(DEFAULT_LADDER)
         assert all(0 < r["ndcg"] < 1 and r["rule_unanswerable"] > 0 for r in res.per_retriever)
+
+
+def test_turns_without_a_reference_answer_are_not_judged(tmp_path):
+    from storage.benchmark import Benchmark, BenchTurn
+    from storage.records import Document
+    docs = {f"d{i}": Document(f"d{i}", "", t, f"d{i}") for i, t in enumerate(
+        ["the eiffel tower opened in 1889", "paris is the capital of france", "the louvre is a museum in paris",
+         "tokyo tower is red", "mount fuji is in japan"])}
+    turns = [BenchTurn("a:1", "a", 1, "when did the eiffel tower open", gold={"d0": 1},
+                       reference_answer="The Eiffel Tower opened in 1889."),
+             BenchTurn("b:1", "b", 1, "what colour is tokyo tower", gold={"d3": 1}, reference_answer="")]
+    res = run_abstention(Benchmark("t", "beir", docs, turns), tmp_path / "r",
+                         AbstentionConfig(retrievers=["bm25-turn"], review_n=5, n_resamples=100))
+    got = {c.sample_id: res.judgments["heuristic-support"][c.key] for c in res.contexts}
+    assert got["a:1"].label == "yes" and got["b:1"].label is None and got["b:1"].failure == "no_reference_answer"
+    assert res.per_retriever[0]["n_contexts"] == 2 and res.rule_metrics[("bm25-turn", "heuristic-support")].n_judged == 1
+    assert any("1 turns have no reference answer" in n for n in res.notes)

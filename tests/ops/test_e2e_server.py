@@ -47,7 +47,9 @@ async def _run_and_wait(api_url: str, params: dict, timeout: float = 420):
             return fr, [a for a in arts if a.flow_run_id == fr.id]
 
 
-def test_regenerate_deployment_end_to_end(tmp_path):
+@pytest.fixture(scope="module")
+def e2e(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("e2e")
     out_root = tmp_path / "benchmarks"
     cfg = tmp_path / "small.toml"
     cfg.write_text(SMALL)
@@ -57,24 +59,50 @@ def test_regenerate_deployment_end_to_end(tmp_path):
     try:
         stack.start_server()
         stack.create_pool()
-        out = stack.deploy()
-        assert "regenerate-benchmark/nightly" in out
+        deploy_out = stack.deploy()
         stack.start_worker()
-        fr, arts = asyncio.run(_run_and_wait(stack.api_url, params))
+        first = asyncio.run(_run_and_wait(stack.api_url, params))
+        second = asyncio.run(_run_and_wait(stack.api_url, params))
         logs = "".join(p.read_text(errors="replace")[-3000:] for p in (tmp_path / "logs").glob("*.log"))
-        assert fr.state.is_completed(), f"{fr.state}\n{logs}"
-        version = (out_root / "LATEST").read_text().strip()
-        vdir = out_root / version
-        assert (vdir / "_SUCCESS").exists() and (vdir / "diff.md").exists()
-        assert (vdir / "turns.parquet").exists() and (vdir / "eval" / "report.html").exists()
-        md = [a for a in arts if a.type == "markdown" and a.key == "regeneration"]
-        assert md and version in md[0].data
-
-        fr2, arts2 = asyncio.run(_run_and_wait(stack.api_url, params))
-        assert fr2.state.is_completed()
-        md2 = [a for a in arts2 if a.type == "markdown" and a.key == "regeneration"][0].data
-        assert "{'curate': True, 'chunk': True, 'embed': True, 'cluster': True}" in md2   # every stage reused
-        assert (out_root / "LATEST").read_text().strip() == version
+        yield {"stack": stack, "out_root": out_root, "deploy_out": deploy_out, "first": first, "second": second,
+               "logs": logs, "tmp": tmp_path}
     finally:
         stack.stop()
-    assert all(p.poll() is not None for p in stack.procs.values())
+        assert all(p.poll() is not None for p in stack.procs.values())
+
+
+def test_regenerate_deployment_end_to_end(e2e):
+    assert "regenerate-benchmark/nightly" in e2e["deploy_out"]
+    fr, arts = e2e["first"]
+    assert fr.state.is_completed(), f"{fr.state}\n{e2e['logs']}"
+    out_root = e2e["out_root"]
+    version = (out_root / "LATEST").read_text().strip()
+    vdir = out_root / version
+    assert (vdir / "_SUCCESS").exists() and (vdir / "diff.md").exists()
+    assert (vdir / "turns.parquet").exists() and (vdir / "eval" / "report.html").exists()
+    md = [a for a in arts if a.type == "markdown" and a.key == "regeneration"]
+    assert md and version in md[0].data
+
+    fr2, arts2 = e2e["second"]
+    assert fr2.state.is_completed()
+    md2 = [a for a in arts2 if a.type == "markdown" and a.key == "regeneration"][0].data
+    assert "{'curate': True, 'chunk': True, 'embed': True, 'cluster': True}" in md2   # every stage reused
+    assert (out_root / "LATEST").read_text().strip() == version
+
+
+def test_ui_shows_the_completed_flow_run(e2e):
+    """Headless Chromium renders the UI's flow-run page; the rendered page says Completed."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("Chromium is not installed (Debian package `chromium`; .ci/run installs it); nothing installed here")
+    fr, _ = e2e["first"]
+    url = f"{e2e['stack'].ui_url}/runs/flow-run/{fr.id}"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+             f"--user-data-dir={e2e['tmp'] / 'chromium-profile'}", "--window-size=1400,900",
+             "--virtual-time-budget=15000"]
+    png = e2e["tmp"] / "flow-run.png"
+    subprocess.run([chromium, *flags, f"--screenshot={png}", url], capture_output=True, timeout=120)
+    dom = subprocess.run([chromium, *flags, "--dump-dom", url], capture_output=True, text=True, timeout=120).stdout
+    assert png.exists() and png.stat().st_size > 10_000
+    assert fr.name in dom and "Completed" in dom

@@ -1,0 +1,96 @@
+"""Scale-out: the Dask runner writes the same spine artifacts as the default runner; the LLM guard.
+
+The Dask run gets its own empty embedding cache, so every vector really is encoded by the
+parallel ``embed-batch`` tasks on a 2-process LocalCluster. ``embed_batch_chunks`` is a
+multiple of ``8 * embed.batch_size`` (see ``clustering.stages.embed_plan``), so the vectors
+are expected bit-identical; the assertion allows 1e-6.
+"""
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("prefect_dask")
+
+from clustering.stages import read_embeddings  # noqa: E402
+from flows.config import load_config  # noqa: E402
+from flows.pipeline import run_spine  # noqa: E402
+from storage.store import RunStore  # noqa: E402
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+STAGES = ["curate", "chunk", "embed", "cluster"]
+TABLES = ["documents", "chunks", "clusters", "chunk_topics", "topics"]
+SMALL = {"embed.batch_size": 8, "scale.embed_batch_chunks": 64, "scale.dask_workers": 2,
+         "scale.dask_threads_per_worker": 1}
+
+
+def _cfg(tmp_path, runner: str):
+    return load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "scale.runner": runner,
+                                                "embed.cache_dir": str(tmp_path / f"emb-{runner}"), **SMALL})
+
+
+def _assert_same_artifacts(a: RunStore, b: RunStore) -> None:
+    for name in TABLES:
+        ra, rb = a.read_table(name).to_pylist(), b.read_table(name).to_pylist()
+        assert len(ra) == len(rb) > 0, name
+        for i, (x, y) in enumerate(zip(ra, rb)):
+            assert x == y, f"{name} row {i} differs"
+    ea, eb = a.read_table("embeddings"), b.read_table("embeddings")
+    for col in ("chunk_id", "content_hash", "model_id"):
+        assert ea.column(col).to_pylist() == eb.column(col).to_pylist(), col
+    (ia, va), (ib, vb) = read_embeddings(a), read_embeddings(b)
+    assert ia == ib and va.shape == vb.shape and va.shape[0] > 0
+    assert float(np.abs(va - vb).max()) <= 1e-6
+
+
+def test_dask_runner_gives_identical_artifacts(tmp_path, prefect_harness, capsys):
+    wiki = str(EXAMPLES / "wiki")
+    t0 = time.perf_counter()
+    default = run_spine(str(tmp_path / "default"), _cfg(tmp_path, "default"), STAGES, wiki)
+    t1 = time.perf_counter()
+    dask = run_spine(str(tmp_path / "dask"), _cfg(tmp_path, "dask"), STAGES, wiki)
+    t2 = time.perf_counter()
+    with capsys.disabled():
+        print(f"\nspine on examples/wiki: default {t1 - t0:.1f} s, dask (2 local workers) {t2 - t1:.1f} s")
+
+    assert not any(r["cached"] for r in dask.values())
+    n = default["chunk"]["summary"]["chunks"]
+    assert n > SMALL["scale.embed_batch_chunks"]              # more than one embed-batch task
+    assert dask["embed"]["summary"] == default["embed"]["summary"]
+    assert dask["embed"]["summary"]["newly_embedded"] == n      # the dask run had its own empty cache
+    assert {s: r["summary"] for s, r in dask.items() if s != "embed"} == \
+        {s: r["summary"] for s, r in default.items() if s != "embed"}
+    a, b = RunStore(str(tmp_path / "default")), RunStore(str(tmp_path / "dask"))
+    _assert_same_artifacts(a, b)
+
+    # same stage-cache semantics as the default runner: an unchanged rerun is all cache hits ...
+    again = run_spine(str(tmp_path / "dask"), _cfg(tmp_path, "dask"), STAGES, wiki)
+    assert all(r["cached"] for r in again.values())
+    # ... and a missing output table forces its stage to run (vectors now come from the cache)
+    os.remove(b.table_path("embeddings"))
+    redo = run_spine(str(tmp_path / "dask"), _cfg(tmp_path, "dask"), ["embed"], None)
+    assert not redo["embed"]["cached"] and redo["embed"]["summary"]["newly_embedded"] == 0
+    _assert_same_artifacts(a, b)
+
+
+def test_llm_concurrency_guard(prefect_harness):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.actions import GlobalConcurrencyLimitCreate
+    from flows.config import MTRConfig
+    from flows.synthesis import llm_slot
+
+    with llm_slot(MTRConfig()):                                   # default: no guard, no server call
+        pass
+    name = "mtr-test-llm"
+    cfg = MTRConfig.model_validate({"scale": {"llm_concurrency_limit": name}})
+    with get_client(sync_client=True) as client:
+        client.create_global_concurrency_limit(GlobalConcurrencyLimitCreate(name=name, limit=2))
+        with llm_slot(cfg):
+            assert client.read_global_concurrency_limit_by_name(name).active_slots == 1
+        assert client.read_global_concurrency_limit_by_name(name).active_slots == 0
+    missing = MTRConfig.model_validate({"scale": {"llm_concurrency_limit": "mtr-no-such-limit"}})
+    with pytest.raises(Exception, match="mtr-no-such-limit|not found|does not exist"):
+        with llm_slot(missing):
+            pass
