@@ -114,6 +114,13 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
                 update_progress_artifact(progress_id, progress=100.0 * done / max(1, len(ids)))
             except Exception:  # noqa: BLE001
                 pass
+        try:   # a new version of the same key per batch: the UI shows the latest figures
+            create_markdown_artifact(
+                key=f"synth-progress-{_slug(run_name)}", description="synthesis progress",
+                markdown=(f"| conversations done | LLM calls | tokens | cost (USD) |\n|---|---|---|---|\n"
+                          f"| {done} / {len(ids)} | {calls} | {toks} | {cost:.4f} |"))
+        except Exception:  # noqa: BLE001
+            pass
         if r["stopped"]:
             stopped = r["stopped"]
             logger.warning("stopping: %s", stopped)
@@ -121,11 +128,15 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
     res = assemble_task(run_dir=run_dir, config=config)
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
     try:
-        create_markdown_artifact(key=f"synth-{''.join(c if c.isalnum() else '-' for c in run_name.lower())[:50] or 'run'}",
+        create_markdown_artifact(key=f"synth-{_slug(run_name)}",
                                  markdown=_markdown(run_dir, res, stopped), description="MTR-Suite synthesis summary")
     except Exception:  # noqa: BLE001
         pass
     return {**res, "stopped": stopped}
+
+
+def _slug(s: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in s.lower()).strip("-")[:50] or "run"
 
 
 def _markdown(run_dir: str, res: dict, stopped: str | None) -> str:

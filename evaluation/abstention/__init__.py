@@ -24,6 +24,11 @@ outputs               :mod:`.report`, :mod:`.schemas`
 ====================  =========================================================
 
 The verb is :func:`run_abstention` (:mod:`.run`); settings: :class:`AbstentionConfig`.
+See ``evaluation/abstention/README.md``.
+
+References:
+    "Better Retrievers, Worse Labels: How Incomplete Relevance Judgments Distort Abstention
+    Evaluation in Conversational RAG" (summary: ``shared/seeds/001_6ca7a48b9eb2ace5.txt``).
 """
 from evaluation.abstention.config import AbstentionConfig, AbstentionError
 from evaluation.abstention.run import AbstentionResult, load_for_abstention, run_abstention, select_turns

@@ -173,7 +173,8 @@ def plot_ladder(res: "AbstentionResult", path: str | Path) -> Path:
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:90em;color:#222}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}thead th{background:#f0f0f0}td:first-child{text-align:left}
+th,td{border:1px solid #ccc;padding:.3em .5em;text-align:right}thead th{background:#f0f0f0}
+td:first-child{text-align:left}
 .demo{background:#fdecea;border-left:5px solid #d93025;padding:.7em;font-weight:bold}
 .note{color:#555}img{max-width:100%}"""
 

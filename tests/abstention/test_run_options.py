@@ -72,5 +72,6 @@ def test_turns_without_a_reference_answer_are_not_judged(tmp_path):
                          AbstentionConfig(retrievers=["bm25-turn"], review_n=5, n_resamples=100))
     got = {c.sample_id: res.judgments["heuristic-support"][c.key] for c in res.contexts}
     assert got["a:1"].label == "yes" and got["b:1"].label is None and got["b:1"].failure == "no_reference_answer"
-    assert res.per_retriever[0]["n_contexts"] == 2 and res.rule_metrics[("bm25-turn", "heuristic-support")].n_judged == 1
+    assert res.per_retriever[0]["n_contexts"] == 2
+    assert res.rule_metrics[("bm25-turn", "heuristic-support")].n_judged == 1
     assert any("1 turns have no reference answer" in n for n in res.notes)
