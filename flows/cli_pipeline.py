@@ -128,11 +128,18 @@ def register(app: typer.Typer) -> None:
                    runner: Optional[str] = RUNNER_OPT, dask_address: Optional[str] = DASK_OPT,
                    llm_concurrency_limit: Optional[str] = typer.Option(
                        None, help="Prefect global concurrency limit held by each synthesis batch "
-                                  "(create it first: prefect gcl create NAME --limit N)")):
+                                  "(create it first: prefect gcl create NAME --limit N)"),
+                   dry_run: bool = typer.Option(False, "--dry-run", help="estimate LLM calls, tokens and cost "
+                                                "(needs the spine; spends nothing)")):
         cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations,
                             "llm_config": str(llm_config) if llm_config else None,
                             "load.text_field": text_field, "load.id_field": id_field,
                             "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address)})
+        if dry_run:
+            if corpus is not None:
+                _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
+            synthesis_dry_run(out, cfg)
+            return
         run_synthesis_cmd(out, cfg, corpus)
 
     @app.command(help="Run everything on the bundled example corpus with the embedded (offline) defaults:\n\n"
@@ -171,3 +178,20 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path]) -> dict
         console.print(f"[red]stopped early:[/red] {res['stopped']} (everything so far is saved; re-run to resume)")
     console.print(f"benchmark exports: {res['export']['export_dir']}")
     return res
+
+
+def synthesis_dry_run(out: Path, cfg: MTRConfig) -> None:
+    """Estimate the synthesis workload offline (prompt sizes from the real passages)."""
+    from agents.dryrun import dry_run
+    from agents.synth.run import load_plan_inputs, plan_conversations, planned_workload
+    from flows.synthesis import llm_config_for
+    from storage.store import RunStore
+    store = RunStore(str(out))
+    if not store.has_table("clusters"):
+        raise UserError(f"{out} has no clusters yet; pass --corpus PATH to build the spine first")
+    clusters, cvecs, corpus = load_plan_inputs(store)
+    plans = plan_conversations(clusters, cvecs, cfg.synth)
+    report = dry_run(llm_config_for(cfg), planned_workload(plans, corpus, cfg.synth), repair_rate=0.05)
+    console.print(report.format())
+    console.print(f"{len(plans)} conversations x {cfg.synth.turns} turns; first attempts only (verifier retries and "
+                  "regenerations add to this).")
