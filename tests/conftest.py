@@ -5,3 +5,11 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MPLBACKEND", "Agg")
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def shared_emb_cache(tmp_path_factory):
+    """One embedding cache for the session: the example corpus is embedded once, not per test."""
+    return tmp_path_factory.mktemp("emb-cache")

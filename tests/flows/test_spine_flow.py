@@ -12,9 +12,9 @@ from storage.store import RunStore
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
-def test_demo_spine_then_cached_rerun(tmp_path, prefect_harness):
+def test_demo_spine_then_cached_rerun(tmp_path, prefect_harness, shared_emb_cache):
     cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path),
-                                               "embed.cache_dir": str(tmp_path / "emb")})
+                                               "embed.cache_dir": str(shared_emb_cache)})
     run_dir = tmp_path / "demo"
     stages = ["curate", "chunk", "embed", "cluster"]
     first = run_spine(str(run_dir), cfg, stages, str(EXAMPLES / "wiki"))
@@ -44,7 +44,7 @@ def test_demo_spine_then_cached_rerun(tmp_path, prefect_harness):
 
     # the synthesis flow on top of the spine (offline backend), then the benchmark evaluation command
     from flows.synthesis import run_synthesis
-    scfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.cache_dir": str(tmp_path / "emb"),
+    scfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.cache_dir": str(shared_emb_cache),
                                                 "synth.conversations": 3, "synth.turns": 4})
     res = run_synthesis(str(run_dir), scfg)
     assert res["summary"]["conversations"] == 3 and res["summary"]["backend"] == "offline"

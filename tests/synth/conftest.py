@@ -13,14 +13,14 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture(scope="session")
-def example_spine(tmp_path_factory):
+def example_spine(tmp_path_factory, shared_emb_cache):
     """A run dir with documents/chunks/embeddings/clusters of examples/wiki (built once)."""
     from clustering import stages as cst
     from corpus import stages as st
     from flows.config import load_config
     from storage.store import RunStore
     root = tmp_path_factory.mktemp("spine")
-    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(root), "embed.cache_dir": str(root / "emb")})
+    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(root), "embed.cache_dir": str(shared_emb_cache)})
     store = RunStore(str(root / "base")).ensure()
     st.curate(store, str(EXAMPLES / "wiki"), cfg)
     st.chunk(store, cfg)
