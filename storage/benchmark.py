@@ -130,6 +130,12 @@ def load_ours(run_dir: str | Path) -> Benchmark:
     qrels: dict[str, dict[str, int]] = {}
     for r in store.read_table("qrels").to_pylist():
         qrels.setdefault(r["sample_id"], {})[r["doc_id"]] = int(r["grade"])
+    pools: dict[int, tuple[str, ...]] = {}
+    if store.has_table("clusters"):   # the benchmark's own candidate list: the turn's cluster (its passage pool)
+        members: dict[int, list[tuple[int, str]]] = {}
+        for r in store.read_table("clusters", columns=["cluster_id", "position", "chunk_id"]).to_pylist():
+            members.setdefault(int(r["cluster_id"]), []).append((int(r["position"]), r["chunk_id"]))
+        pools = {c: tuple(cid for _, cid in sorted(m)) for c, m in members.items()}
     rows = [r for r in store.read_table("turns").to_pylist() if r["status"] == "ok"]
     rows.sort(key=lambda r: (r["conv_id"], r["turn"]))
     turns: list[BenchTurn] = []
@@ -140,7 +146,8 @@ def load_ours(run_dir: str | Path) -> Benchmark:
                                question=r["question"], history=tuple(h), reference_answer=r["answer"] or "",
                                gold=qrels.get(r["sample_id"], {}), answerability=r["answerability"],
                                rewrite=r["standalone_question"], turns_since_switch=r["turns_since_switch"],
-                               generator=r["model"]))
+                               generator=r["model"],
+                               candidates=pools.get(r["cluster_id"], ()) if r["cluster_id"] is not None else ()))
         h.extend([("user", r["question"]), ("assistant", r["answer"] or "")])
     return Benchmark(name=store.run_id, format="ours", corpus=corpus, turns=turns)
 

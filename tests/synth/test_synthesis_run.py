@@ -66,6 +66,7 @@ def test_offline_end_to_end_on_example_corpus(spine_copy, example_spine):
     assert "offline backend" in (d / "README.md").read_text()
     assert pq.read_table(d / "hf" / "train.parquet").num_rows + pq.read_table(d / "hf" / "test.parquet").num_rows == len(ok)
     bench = load_ours(store.path)
+    assert all(any(g in t.candidates for g in t.gold) for t in bench.turns if t.gold)   # cluster = candidate list
     assert len(bench.turns) == len(ok) and all(t.history for t in bench.turns if t.turn > 1 and t.conv_id == bench.turns[0].conv_id)
 
 
