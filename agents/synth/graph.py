@@ -83,6 +83,11 @@ def _usage_add(state: ConvState, res) -> dict:
     return u
 
 
+def _error(step: str, res) -> dict:
+    """The turn's error record for a failed call (the raw output is kept)."""
+    return {"step": step, "kind": res.failure.kind, "message": res.failure.message, "raw_output": res.raw_output}
+
+
 def _history(state: ConvState) -> list[list[str]]:
     h: list[list[str]] = []
     for t in state.get("turns", []):
@@ -136,9 +141,7 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         res = await ctx.llm.run(q_step, x, item_id=f"{sid(state)}:q{state.get('attempt', 0)}")
         upd: dict = {"turn_usage": _usage_add(state, res)}
         if not res.ok:
-            upd["turn_error"] = {"step": "questioner", "kind": res.failure.kind, "message": res.failure.message,
-                                 "raw_output": res.raw_output}
-            return upd
+            return {**upd, "turn_error": _error("questioner", res)}
         out = res.output
         if unans:
             gold = None
@@ -159,9 +162,7 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         res = await ctx.llm.run(a_step, x, item_id=f"{sid(state)}:a{state.get('attempt', 0)}")
         upd: dict = {"turn_usage": _usage_add(state, res)}
         if not res.ok:
-            upd["turn_error"] = {"step": "answerer", "kind": res.failure.kind, "message": res.failure.message,
-                                 "raw_output": res.raw_output}
-            return upd
+            return {**upd, "turn_error": _error("answerer", res)}
         return {**upd, "answer": res.output.answer.strip()}
 
     async def verify(state: ConvState) -> dict:
@@ -172,9 +173,7 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         res = await ctx.llm.run(v_step, x, item_id=f"{sid(state)}:v{state.get('attempt', 0)}")
         upd: dict = {"turn_usage": _usage_add(state, res)}
         if not res.ok:
-            upd["turn_error"] = {"step": "verifier", "kind": res.failure.kind, "message": res.failure.message,
-                                 "raw_output": res.raw_output}
-            return upd
+            return {**upd, "turn_error": _error("verifier", res)}
         v = res.output
         if v.answerable and v.faithful and v.novel:
             return {**upd, "feedback": None}
