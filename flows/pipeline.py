@@ -162,6 +162,17 @@ def task_runner_for(cfg: MTRConfig):
                                           "processes": True, "host": "127.0.0.1"})
 
 
+def _parallel(cfg: MTRConfig) -> bool:
+    """Batch the embed stage: ``scale.runner`` asks for it, or the flow was given a non-default
+    task runner (e.g. prefect-ray's RayTaskRunner through ``run_spine(..., task_runner=...)``)."""
+    if cfg.scale.runner != "default":
+        return True
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+    ctx = FlowRunContext.get()
+    return ctx is not None and ctx.task_runner is not None and not isinstance(ctx.task_runner, ThreadPoolTaskRunner)
+
+
 def _stage_cached(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> bool:
     """Whether the stage task would be a cache hit (its persisted result exists)."""
     try:
@@ -204,7 +215,7 @@ def embed_in_batches(run_dir: str, config: dict) -> int:
                    for i, b in enumerate(batches)]
     for b, fut in zip(batches, futures):
         cstages.embed_store_batch(store, cfg, b["hashes"], fut.result())
-        report("embed", len(b["hashes"]), total)
+        report("embed-batches", len(b["hashes"]), total)
     return total
 
 
@@ -226,7 +237,7 @@ def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path:
                run_name: str = "") -> dict:
     """Run the requested spine stages in order on one run directory."""
     results: dict[str, Any] = {}
-    parallel = MTRConfig.model_validate(config).scale.runner != "default"
+    parallel = _parallel(MTRConfig.model_validate(config))
     for stage in STAGES:
         if stage not in stages_to_run:
             continue
@@ -289,19 +300,25 @@ def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], in
                        input_path=input_path, run_name=Path(store.path).name)
 
 
-def _spine(cfg: MTRConfig):
-    runner = task_runner_for(cfg)
+def _spine(cfg: MTRConfig, task_runner=None):
+    runner = task_runner or task_runner_for(cfg)
     return spine_flow if runner is None else spine_flow.with_options(task_runner=runner)
 
 
-def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
-    """Run the spine flow (ephemeral Prefect unless PREFECT_API_URL is set)."""
+def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None,
+              task_runner=None) -> dict:
+    """Run the spine flow (ephemeral Prefect unless PREFECT_API_URL is set).
+
+    ``task_runner`` overrides ``scale.runner`` with any Prefect task runner (e.g. prefect-ray's
+    ``RayTaskRunner``); a non-default one gets the batched embed stage too.
+    """
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     preflight(run_dir, stages_to_run, input_path)
     store = RunStore(run_dir).ensure()
     store.write_manifest(config=cfg.model_dump(mode="json"),
                          **({"input": str(Path(input_path).resolve())} if input_path else {}))
     with prefect_run_settings(store.path):
-        return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
-                           input_path=str(Path(input_path).resolve()) if input_path else None,
-                           run_name=Path(store.path).name)
+        return _spine(cfg, task_runner)(run_dir=store.path, config=cfg.model_dump(mode="json"),
+                                        stages_to_run=list(stages_to_run),
+                                        input_path=str(Path(input_path).resolve()) if input_path else None,
+                                        run_name=Path(store.path).name)

@@ -51,7 +51,8 @@ def corpus_hash(path: str | Path) -> str:
 
 def config_hash(cfg: MTRConfig) -> str:
     data = cfg.model_dump(mode="json")
-    data.pop("runs_root", None)
+    for run_setting in ("runs_root", "scale", "llm_cache_dir"):   # where/how it runs, not what it builds
+        data.pop(run_setting, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
