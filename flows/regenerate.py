@@ -115,14 +115,9 @@ def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, A
         if not p.exists():
             return {}
         import pyarrow.parquet as pq
-        rows = pq.read_table(p).to_pylist()
-        res = {}
-        for r in rows:
-            name = r.get("run") or r.get("retriever") or r.get("name")
-            for k in ("ndcg_cut_5", "recall_5", "recall_20"):
-                if name is not None and k in r and r[k] is not None:
-                    res[f"{name}:{k}"] = float(r[k])
-        return res
+        rows = pq.read_table(p).to_pylist()   # long format: retriever, measure, mean, ci...
+        return {f"{r['retriever']}:{r['measure']}": float(r["mean"]) for r in rows
+                if r.get("measure") in ("ndcg_cut_5", "recall_5", "recall_20") and r.get("mean") is not None}
 
     do, dn = docs(old), docs(new)
     out["documents_added"] = sorted(set(dn) - set(do))
