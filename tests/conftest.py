@@ -13,3 +13,11 @@ import pytest
 def shared_emb_cache(tmp_path_factory):
     """One embedding cache for the session: the example corpus is embedded once, not per test."""
     return tmp_path_factory.mktemp("emb-cache")
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API for every flow test of the session (~10 s start)."""
+    from prefect.testing.utilities import prefect_test_harness
+    with prefect_test_harness(server_startup_timeout=90):
+        yield

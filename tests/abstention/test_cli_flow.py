@@ -56,21 +56,17 @@ def test_cli_user_errors(args, msg, tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-@pytest.mark.slow
-def test_prefect_flow_publishes_the_markdown_artifact(tmp_path):
-    from prefect.testing.utilities import prefect_test_harness
-
+def test_prefect_flow_publishes_the_markdown_artifact(tmp_path, prefect_harness):
     from evaluation.abstention import AbstentionConfig
     from flows.abstention_flow import run_abstention_flow
-    with prefect_test_harness(server_startup_timeout=90):
-        res = run_abstention_flow(MTRAG, "mtrag", "cloud", tmp_path / "flow-run",
-                                  AbstentionConfig(retrievers=["bm25-turn"], limit=20, review_n=10))
-        from prefect.client.orchestration import get_client
+    res = run_abstention_flow(MTRAG, "mtrag", "cloud", tmp_path / "flow-run",
+                              AbstentionConfig(retrievers=["bm25-turn"], limit=20, review_n=10))
+    from prefect.client.orchestration import get_client
 
-        async def artifacts():
-            async with get_client() as client:
-                return await client.read_artifacts()
-        import asyncio
-        arts = asyncio.run(artifacts())
+    async def artifacts():
+        async with get_client() as client:
+            return await client.read_artifacts()
+    import asyncio
+    arts = asyncio.run(artifacts())
     assert res.files["html"].exists()
     assert any(a.key == "abstention-flow-run" and "DEMONSTRATION" in (a.data or "") for a in arts)

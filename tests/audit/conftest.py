@@ -68,11 +68,3 @@ def synthetic_benchmark(n_turns: int = 12, n_docs_per_topic: int = 3, generator:
 @pytest.fixture
 def synthetic():
     return synthetic_benchmark
-
-
-@pytest.fixture(scope="session")
-def prefect_harness():
-    """A temporary Prefect API for the flow test (~10 s start), as in tests/flows/conftest.py."""
-    from prefect.testing.utilities import prefect_test_harness
-    with prefect_test_harness(server_startup_timeout=90):
-        yield

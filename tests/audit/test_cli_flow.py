@@ -61,7 +61,6 @@ def test_cli_errors_are_one_sentence(tmp_path):
     assert isinstance(r.exception, UserError) and "n_negatives" in str(r.exception)
 
 
-@pytest.mark.slow       # ~20 s: starts a temporary Prefect API (run with -m slow)
 def test_prefect_flow_matches_plain_function(tmp_path, prefect_harness):
     from evaluation.audit import AuditConfig, run_audit
     from flows.audit_flow import run_audit_flow

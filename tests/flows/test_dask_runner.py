@@ -86,7 +86,6 @@ def test_batched_embedding_matches_single_process(tmp_path, one_torch_thread):
     assert one.read_table("embeddings").to_pylist() == batched.read_table("embeddings").to_pylist()
 
 
-@pytest.mark.slow  # ~2 min on 2 shared cores (two full spines, a Dask LocalCluster); run with -m slow
 def test_dask_runner_gives_identical_artifacts(tmp_path, prefect_harness, capsys):
     wiki = str(EXAMPLES / "wiki")
     t0 = time.perf_counter()
