@@ -45,6 +45,11 @@ def load_encoder(model: str | None = None, device: str = "cpu"):
     with _LOCK:
         if key not in _MODELS:
             from sentence_transformers import SentenceTransformer
+            try:   # the weight-loading progress bar says nothing useful for a 90 MB local model
+                from transformers.utils import logging as hf_logging
+                hf_logging.disable_progress_bar()
+            except ImportError:
+                pass
             path = resolve_model_path(model)
             try:
                 _MODELS[key] = SentenceTransformer(path, device=device)

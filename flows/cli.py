@@ -17,6 +17,16 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+def _quiet_libraries() -> None:
+    """Library chatter that says nothing to a user (bm25s debug lines, tokenizer length notes)."""
+    import logging
+    for name in ("bm25s", "transformers", "sentence_transformers", "httpx", "httpx2"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+_quiet_libraries()
+
 app = typer.Typer(
     name="mtr",
     help="MTR-Suite: synthesize, audit and evaluate multi-turn conversational retrieval benchmarks.",
