@@ -22,17 +22,30 @@ class BenchmarkEval:
     runs: dict[str, dict]                   # same keys -> run
     n_queries: int
     switch_positions: dict[str, int | None]
+    notes: dict[str, str]
 
 
-def build_mode_queries(bench: Benchmark, mode: str, retriever: str) -> dict[str, str]:
+def build_mode_queries(bench: Benchmark, mode: str, retriever: str, rewriter=None,
+                       notes: dict | None = None) -> dict[str, str]:
+    """One query per turn with qrels. ``rewriter`` (an LLM config, offline or not) fills the turns
+    the benchmark gives no rewrite for in ``rewrite`` mode; which backend did so goes to ``notes``."""
     from retrieval.queries import QueryBuilder
     convs = {t.sample_id: t.messages() for t in bench.turns if t.gold}
     rewrites = {t.sample_id: t.rewrite for t in bench.turns if t.gold and t.rewrite}
     if mode == "rewrite":
         missing = [s for s in convs if s not in rewrites]
-        if missing:
+        if missing and rewriter is None:
             raise ValueError(f"query mode 'rewrite' needs a rewrite for every turn; {len(missing)} turns have none "
-                             f"(e.g. {missing[0]}); configure an LLM rewriter or pick another mode")
+                             f"(e.g. {missing[0]}); pass --rewriter offline|llm or pick another mode")
+        if missing:
+            from agents.rewrite import rewrite_all
+            extra, backend = rewrite_all({s: convs[s] for s in missing}, rewriter)
+            rewrites.update(extra)
+            if notes is not None:
+                notes["rewrite"] = (f"{len(missing)} of {len(convs)} rewrites written by the query rewriter "
+                                    f"({backend} backend); {len(convs) - len(missing)} given by the benchmark")
+        elif notes is not None:
+            notes["rewrite"] = f"all {len(convs)} rewrites given by the benchmark"
     if retriever in ("dense", "hybrid", "rrf") and mode in ("full_history", "all_user_turns"):
         qb = QueryBuilder.for_encoder(mode)
     else:
@@ -43,7 +56,7 @@ def build_mode_queries(bench: Benchmark, mode: str, retriever: str) -> dict[str,
 def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes: Sequence[str], k: int = 20,
                        index_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                        ks: Sequence[int] = (1, 3, 5, 10, 20),
-                       progress: Callable[[str, int, int], None] | None = None) -> BenchmarkEval:
+                       progress: Callable[[str, int, int], None] | None = None, rewriter=None) -> BenchmarkEval:
     from retrieval import build_retriever
     docs = [(d, doc.text) for d, doc in bench.corpus.items()]
     qrels = bench.qrels
@@ -51,6 +64,8 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
         raise ValueError(f"benchmark {bench.name} has no qrels (no answerable turns) to evaluate against")
     results: dict[str, EvalResult] = {}
     runs: dict[str, dict] = {}
+    notes: dict[str, str] = {}
+    query_cache: dict[tuple, dict[str, str]] = {}
     total = len(retrievers) * len(query_modes)
     for name in retrievers:
         params: dict = {}
@@ -64,7 +79,10 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
         r = build_retriever(name, **params)
         r.index(docs)
         for mode in query_modes:
-            queries = build_mode_queries(bench, mode, name)
+            qkey = (mode, name in ("dense", "hybrid", "rrf"))
+            if qkey not in query_cache:
+                query_cache[qkey] = build_mode_queries(bench, mode, name, rewriter, notes)
+            queries = query_cache[qkey]
             run = r.search(queries, k=k)
             key = f"{name}/{mode}"
             runs[key] = run
@@ -72,7 +90,8 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
             if progress:
                 progress("retrieve", 1, total)
     return BenchmarkEval(results=results, runs=runs, n_queries=len(qrels),
-                         switch_positions={t.sample_id: t.turns_since_switch for t in bench.turns if t.gold})
+                         switch_positions={t.sample_id: t.turns_since_switch for t in bench.turns if t.gold},
+                         notes=notes)
 
 
 def summary_rows(ev: BenchmarkEval, measures: Sequence[str] = ("ndcg_cut_5", "recall_5", "recall_20", "recip_rank_10")):
@@ -86,7 +105,7 @@ def summary_rows(ev: BenchmarkEval, measures: Sequence[str] = ("ndcg_cut_5", "re
 
 def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[str], modes: Sequence[str],
                         depth: int = 20, out: str | Path | None = None, domain: str | None = None,
-                        progress: Callable[[str, int, int], None] | None = None):
+                        progress: Callable[[str, int, int], None] | None = None, rewriter=None):
     """Load a benchmark, run the retrievers, write TREC runs + the report folder.
 
     Returns ``(bench, BenchmarkEval, ReportFiles, out_dir)``. For ``ours`` the report goes to
@@ -101,9 +120,11 @@ def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[st
     out_dir = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
     cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out_dir / "cache" / "embeddings"
     ev = evaluate_benchmark(bench, retrievers, modes, k=depth, index_dir=out_dir / "cache" / "bm25",
-                            cache_dir=cache_dir, progress=progress)
+                            cache_dir=cache_dir, progress=progress, rewriter=rewriter)
     for key, run in ev.runs.items():
         write_trec_run(run, out_dir / "runs" / (key.replace("/", "__") + ".trec"), tag=key.replace("/", "__"))
     files = write_report(ev.results, out_dir, title=f"Retrieval evaluation: {bench.name}",
                          switch_positions=ev.switch_positions if fmt == "ours" else None)
+    if ev.notes:
+        (out_dir / "query_notes.json").write_text(__import__("json").dumps(ev.notes, indent=2))
     return bench, ev, files, out_dir

@@ -111,6 +111,10 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", help="Report folder for --benchmark "
                                                                 "(default: <benchmark>/eval for ours, else ./mtr-eval)."),
         top_k: int = typer.Option(20, "--depth", help="Retrieval depth for --benchmark."),
+        rewriter: Optional[str] = typer.Option(None, "--rewriter",
+                                               help="Fill missing rewrites in rewrite mode: 'offline' (rule-based) "
+                                                    "or 'llm' (the query_rewriter role of --llm-config)."),
+        llm_config: Optional[Path] = typer.Option(None, "--llm-config", help="LLM layer YAML for --rewriter llm."),
     ) -> None:
         """Score a run file against qrels (trec_eval semantics), or evaluate retrievers on a benchmark."""
         if missing not in ("zero", "skip"):
@@ -124,13 +128,30 @@ def register(app: typer.Typer) -> None:
             return
         if benchmark is not None:
             run_benchmark_eval(benchmark, fmt, domain, retriever or ["bm25", "dense", "hybrid"],
-                               query_mode or ["last_turn"], top_k, out)
+                               query_mode or ["last_turn"], top_k, out, _rewriter_config(rewriter, llm_config))
             return
         raise UserError("nothing to evaluate: give --run RUN.trec --qrels QRELS.tsv")
 
 
+def _rewriter_config(rewriter: str | None, llm_config: Path | None):
+    if rewriter is None:
+        return None
+    from agents.config import LLMConfig
+    from agents.errors import LLMError
+    if rewriter == "offline":
+        return LLMConfig(backend="offline")
+    if rewriter != "llm":
+        raise UserError(f"--rewriter must be 'offline' or 'llm', got {rewriter!r}")
+    if llm_config is None:
+        raise UserError("--rewriter llm needs --llm-config FILE (the endpoint of the query_rewriter role)")
+    try:
+        return LLMConfig.from_file(llm_config)
+    except LLMError as exc:
+        raise UserError(str(exc)) from exc
+
+
 def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
-                       depth: int, out: Path | None) -> dict:
+                       depth: int, out: Path | None, rewriter=None) -> dict:
     """Run retrievers on a benchmark, print the table, write TREC runs and the report folder."""
     from evaluation.benchmark_eval import evaluate_and_report, summary_rows
     from flows.cli_common import console, print_table, progress_bars
@@ -139,10 +160,13 @@ def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers
 
     try:
         with progress_bars():
-            bench, ev, files, out_dir = evaluate_and_report(benchmark, fmt, retrievers, modes, depth, out, domain)
+            bench, ev, files, out_dir = evaluate_and_report(benchmark, fmt, retrievers, modes, depth, out, domain,
+                                                            rewriter=rewriter)
     except (StoreError, RetrievalError, ValueError) as exc:
         raise UserError(str(exc)) from exc
     print_table(f"{bench.name}: {ev.n_queries} turns with qrels (queries missing from a run score 0)",
                 ["retriever", "query mode", "n", "nDCG@5", "R@5", "R@20", "MRR@10"], summary_rows(ev))
+    for mode, note in ev.notes.items():
+        console.print(f"{mode}: {note}")
     console.print(f"report: {files.html}; TREC runs: {out_dir / 'runs'}")
     return {"eval": ev, "out": out_dir}
