@@ -138,3 +138,27 @@ def test_killed_run_resumes_without_repeating_calls(spine_copy):
         assert len({c["call_id"] for c in calls}) == len(calls)
     finally:
         srv.stop()
+
+
+def test_api_key_never_reaches_any_file_of_the_run(spine_copy, monkeypatch):
+    from agents.config import EndpointConfig, RetryConfig
+    from storage.exports import export_benchmark
+    secret = "sk-synth-SECRET-5f3a9c1e7d"
+    monkeypatch.setenv("MTR_SYNTH_TEST_KEY", secret)
+    srv = RoleScriptedServer(api_key=secret)
+    srv.start()
+    try:
+        llm = LLMConfig(endpoints={"fake": EndpointConfig(base_url=srv.base_url, model="fake-model", timeout_s=5,
+                                                          api_key_env="MTR_SYNTH_TEST_KEY")},
+                        retry=RetryConfig(backoff_base_s=0.002, backoff_max_s=0.02))
+        store, plans, corpus, cfg = _setup(spine_copy, conversations=2, turns=2)
+        out = run_batch(store, plans, corpus, llm, cfg, lambda q, k: [])
+        assemble(store, plans, out["states"], cfg)
+        export_benchmark(store)
+    finally:
+        srv.stop()
+    assert srv.count > 0 and all(t["status"] == "ok" for t in store.read_table("turns").to_pylist())
+    leaked = [p for p in Path(spine_copy).rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    leaked += [p for p in Path(spine_copy).rglob("*.parquet")            # compressed: decode and look again
+               if secret in str(pq.read_table(p).to_pylist())]
+    assert leaked == []
