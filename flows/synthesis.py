@@ -13,10 +13,8 @@ never have more than the limit's batches in flight. The limit must exist on the 
 """
 from __future__ import annotations
 
-import json
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact

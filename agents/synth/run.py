@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import pyarrow as pa
 
 from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
