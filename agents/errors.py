@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agents.secrets import scrub
-from flows.errors import UserError
+from common.errors import UserError
 
 if TYPE_CHECKING:  # pragma: no cover
     from agents.results import BatchResult, LLMFailure

@@ -50,7 +50,7 @@ for _name in _MODULES:
 
 def main() -> None:
     """Entry point: clear one-sentence errors instead of tracebacks for expected failures."""
-    from flows.errors import UserError, format_error
+    from common.errors import UserError, format_error
     from storage.store import StoreError
     try:
         app(standalone_mode=True)

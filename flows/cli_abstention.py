@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from flows.errors import UserError
+from common.errors import UserError
 
 
 def build_config(config: Optional[Path], overrides: dict):

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import typer
 
-from flows.errors import UserError
+from common.errors import UserError
 
 DEFAULT_SPLIT = {"topiocqa": "dev"}
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 from rich.console import Console
 from rich.table import Table
 
-from flows.errors import UserError
+from common.errors import UserError
 
 console = Console()
 err_console = Console(stderr=True)

@@ -14,7 +14,7 @@ from typing import Optional
 
 import typer
 
-from flows.errors import UserError
+from common.errors import UserError
 
 
 def _print_summary(summary) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from flows.errors import UserError
+from common.errors import UserError
 
 
 def register(app: typer.Typer) -> None:

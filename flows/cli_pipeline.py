@@ -8,7 +8,7 @@ import typer
 
 from flows.cli_common import console, print_table, progress_bars, resolve_run
 from flows.config import MTRConfig, load_config
-from flows.errors import UserError
+from common.errors import UserError
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

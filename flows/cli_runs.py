@@ -7,7 +7,7 @@ from typing import Optional
 import typer
 
 from flows.cli_common import console, print_table, resolve_run
-from flows.errors import UserError
+from common.errors import UserError
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,7 @@ from corpus.chunk import ChunkConfig
 from corpus.clean import CleanConfig
 from corpus.dedup import DedupConfig
 from corpus.load import LoadConfig
-from flows.errors import UserError
+from common.errors import UserError
 
 
 class EmbedConfig(BaseModel):

@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from flows.errors import UserError
+from common.errors import UserError
 
 #: Offline judges (deterministic heuristics that stand in for judge LLMs).
 OFFLINE_JUDGES = ("heuristic-support", "heuristic-overlap")

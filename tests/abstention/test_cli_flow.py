@@ -49,7 +49,7 @@ def test_cli_user_errors(args, msg, tmp_path):
     from typer.testing import CliRunner
 
     from flows.cli import app
-    from flows.errors import UserError
+    from common.errors import UserError
     res = CliRunner().invoke(app, ["abstention", "--benchmark", str(MTRAG), *args, "--out", str(tmp_path / "x")])
     assert isinstance(res.exception, UserError), res.output
     assert msg in str(res.exception) and "\n" not in str(res.exception)

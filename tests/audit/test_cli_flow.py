@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from flows.cli_audit import benchmark_specs
-from flows.errors import UserError
+from common.errors import UserError
 from tests.audit.conftest import MTRAG
 from tests.audit.test_adapters import _chatrag_rows
 

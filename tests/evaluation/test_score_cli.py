@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from evaluation.score import score_run_files
 from flows.cli_eval import register
-from flows.errors import UserError
+from common.errors import UserError
 from storage.formats import read_per_query_jsonl
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 import pytest
 
 from flows.config import load_config
-from flows.errors import UserError
+from common.errors import UserError
 
 
 def test_toml_yaml_and_overrides(tmp_path):

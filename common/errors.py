@@ -1,4 +1,9 @@
-"""User-facing errors: one clear sentence, no traceback."""
+"""User-facing errors: one clear sentence, no traceback.
+
+This is the ground-floor errors module: every package (storage, corpus, agents, evaluation,
+flows) raises :class:`UserError` subclasses from here; the CLI turns them into one line
+and exit code 2.
+"""
 from __future__ import annotations
 
 

@@ -1,0 +1,1 @@
+"""Ground floor: helpers every other package may import (errors, text); imports nothing of ours."""
