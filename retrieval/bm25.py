@@ -33,10 +33,13 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .base import (Doc, RetrievalError, Run, check_docs, check_k, corpus_fingerprint, id_ranks,
+from common.text import TOKEN_PATTERN, bm25_stopwords
+from common.types import Run
+
+from .base import (Doc, RetrievalError, check_docs, check_k, corpus_fingerprint, id_ranks,
                    topk_trec)
 
-DEFAULT_PATTERN = r"[^\W_]+"
+DEFAULT_PATTERN = TOKEN_PATTERN
 INDEX_FORMAT = 1
 _META = "mtr_bm25.json"
 _IDS = "doc_ids.json"
@@ -70,8 +73,7 @@ class BM25Tokenizer:
         elif isinstance(sw, str):
             if sw.lower() not in ("en", "english"):
                 raise RetrievalError(f"unknown stopword list {sw!r} (use 'en' or a collection of words)")
-            from bm25s.stopwords import STOPWORDS_EN
-            stop = frozenset(STOPWORDS_EN)
+            stop = bm25_stopwords()
         else:
             words = tuple(sorted(set(sw)))
             object.__setattr__(self, "stopwords", words)

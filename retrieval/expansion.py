@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Mapping, Sequence
 
-from .base import Doc, RetrievalError, Retriever, Run, check_docs, check_k
+from common.text import bm25_stopwords
+from common.types import Run
+
+from .base import Doc, RetrievalError, Retriever, check_docs, check_k
 from .fusion import fuse
 
 LLMExpander = Callable[[str], list[str]]
@@ -96,8 +99,7 @@ class QueryExpander:
         """RM3 term weights from the top feedback documents, best first (PRF backend)."""
         if self._fb is None or self._texts is None:
             raise RetrievalError("PRF expansion needs the corpus: call index(docs) first")
-        from bm25s.stopwords import STOPWORDS_EN
-        stop = frozenset(STOPWORDS_EN)
+        stop = bm25_stopwords()
         tok = self._fb.tokenizer
         qterms = set(tok(text))
         top = self._fb.search({"q": text}, self.feedback_docs)["q"]

@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from common.text import TOKEN_PATTERN
+
 MODES = ("last_turn", "all_user_turns", "full_history", "rewrite")
 _ROLES = {"user": "user", "assistant": "assistant", "agent": "assistant"}
 
@@ -96,7 +98,7 @@ def truncate_left(text: str, max_tokens: int | None = None, tokenizer: Any = Non
         if _is_hf_tokenizer(tokenizer):
             text = _truncate_hf(text, max_tokens, tokenizer)
         else:
-            pattern = getattr(tokenizer, "pattern", None) or r"[^\W_]+"
+            pattern = getattr(tokenizer, "pattern", None) or TOKEN_PATTERN
             spans = [m.start() for m in re.finditer(pattern, text)]
             if len(spans) > max_tokens:
                 text = text[spans[len(spans) - max_tokens]:]

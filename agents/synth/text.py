@@ -6,7 +6,8 @@ generator. They are plain functions so the offline agents stay readable and test
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+
+from common.text import synthesis_stopwords
 
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
@@ -14,10 +15,9 @@ COPULA = r"(is|was|are|were)"
 PRONOUN_FOR = {"is": "it", "was": "it", "are": "they", "were": "they"}
 
 
-@lru_cache(maxsize=1)
 def stopwords() -> frozenset[str]:
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-    return frozenset(ENGLISH_STOP_WORDS) | {"also", "however", "including", "later", "known", "called"}
+    """The synthesis agents' stopword list (:func:`common.text.synthesis_stopwords`)."""
+    return synthesis_stopwords()
 
 
 def sentences(text: str) -> list[str]:

@@ -23,9 +23,10 @@ from pydantic import BaseModel
 from agents.config import Sampling
 from agents.parsing import TextOutput
 from agents.steps import LLMStep
+from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
 from evaluation.abstention.detectors import question_tokens
-from evaluation.abstention.text import content_tokens, coverage, sentences
+from evaluation.abstention.text import content_tokens, coverage
 
 GROUPS = ("false_miss", "unanswerable", "no_context")
 CANNOT = "I cannot answer this from the given information."

@@ -28,8 +28,9 @@ from typing import Any, Literal, Mapping, Sequence
 from pydantic import BaseModel, Field, field_validator
 
 from agents.steps import LLMStep
+from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
-from evaluation.abstention.text import bigrams, content_tokens, coverage, sentences
+from evaluation.abstention.text import bigrams, content_tokens, coverage
 
 Label = Literal["yes", "partial", "no"]
 LABELS: tuple[str, ...] = ("yes", "partial", "no")

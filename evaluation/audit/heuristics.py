@@ -32,8 +32,9 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from common.text import sentences
 from evaluation.audit.base import Choice, Rating
-from evaluation.audit.text import (TermStats, content_terms, coverage, query_weights, sentences, to_rating)
+from evaluation.audit.text import TermStats, content_terms, coverage, query_weights, to_rating
 from storage.records import Document
 
 HEURISTICS = ("overlap", "support", "retrieval")

@@ -15,17 +15,12 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-_TOKEN = re.compile(r"[^\W_]+")
-_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
-_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+from common.text import JUDGE_STOPWORDS, content_tokens
 
-STOPWORDS = frozenset("""a about above after again against all also am an and any are as at be because been
-before being below between both but by can could did do does doing down during each few for from further had
-has have having he her here hers herself him himself his how i if in into is it its itself just let me more
-most my myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-some such than that the their theirs them themselves then there these they this those through to too under
-until up very was we were what when where which while who whom why will with would you your yours yourself
-yourselves tell know please thanks thank ok okay yes also many much""".split())
+_CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
+
+STOPWORDS = JUDGE_STOPWORDS
+"""The judges' stopword list (:data:`common.text.JUDGE_STOPWORDS`)."""
 
 
 def clean_passage(text: str) -> str:
@@ -68,19 +63,9 @@ def render_history(history: Sequence[Sequence[str]], max_turns: int | None = 12,
     return "\n".join(head + lines)
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens (runs of Unicode letters/digits)."""
-    return _TOKEN.findall((text or "").lower())
-
-
 def content_terms(text: str) -> list[str]:
-    """Tokens minus stopwords and one-character tokens (digits are kept)."""
-    return [t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())]
-
-
-def sentences(text: str) -> list[str]:
-    """Sentences / lines of ``text`` (split after . ! ? and at newlines), non-empty."""
-    return [s.strip() for s in _SENT.split(text or "") if s and s.strip()]
+    """Tokens minus the judges' stopwords and one-character tokens (digits are kept)."""
+    return content_tokens(text, STOPWORDS)
 
 
 class TermStats:
