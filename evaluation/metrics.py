@@ -38,14 +38,13 @@ from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from common.types import Qrels, Run
 from evaluation.ndcg import ndcg_at_k
 from evaluation.precision import precision_at_k
 from evaluation.ranking import RELEVANCE_LEVEL, RankedJudgments, rank_judgments
 from evaluation.recall import recall_at_k
 from evaluation.reciprocal_rank import reciprocal_rank_at_k
 
-Run = dict[str, dict[str, float]]
-Qrels = dict[str, dict[str, int]]
 Missing = Literal["zero", "skip"]
 NoRelevant = Literal["score", "skip"]
 

@@ -2,7 +2,9 @@
 
 All retrievers share ``index(docs)`` / ``search(queries, k) -> Run`` (see :mod:`retrieval.base`).
 """
-from .base import RetrievalError, Retriever, Run, cut_run, trec_ranking
+from common.types import Run
+
+from .base import RetrievalError, Retriever, cut_run, trec_ranking
 from .registry import RETRIEVERS, build_retriever
 
 __all__ = ["RETRIEVERS", "RetrievalError", "Retriever", "Run", "build_retriever", "cut_run", "trec_ranking"]

@@ -19,7 +19,8 @@ from typing import Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-Run = dict[str, dict[str, float]]
+from common.types import Run
+
 Doc = tuple[str, str]
 
 

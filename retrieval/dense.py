@@ -21,7 +21,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .base import Doc, RetrievalError, Run, check_docs, check_k, id_ranks, trec_sort
+from common.types import Run
+
+from .base import Doc, RetrievalError, check_docs, check_k, id_ranks, trec_sort
 
 _META = "mtr_dense.json"
 

@@ -22,7 +22,9 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-from .base import RetrievalError, Run, cut_run, trec_ranking
+from common.types import Run
+
+from .base import RetrievalError, cut_run, trec_ranking
 
 RunLike = Mapping[str, Mapping[str, float]]
 

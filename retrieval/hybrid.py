@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .base import Doc, RetrievalError, Retriever, Run, check_k
+from common.types import Run
+
+from .base import Doc, RetrievalError, Retriever, check_k
 from .fusion import fuse
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from retrieval.base import Run, trec_ranking
+from common.types import Run
+from retrieval.base import trec_ranking
 from storage.benchmark import Benchmark, BenchTurn
 
 RELEVANT = 1  # qrels grade from which a passage counts as relevant

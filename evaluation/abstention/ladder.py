@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from common.types import Run
 from evaluation.abstention.config import AbstentionConfig
-from retrieval.base import Run, cut_run
+from retrieval.base import cut_run
 from storage.benchmark import Benchmark, BenchTurn
 
 NAMED_RUNGS = {
