@@ -24,12 +24,12 @@ from evaluation.audit import AuditConfig, AuditResult
 from evaluation.audit.judges import judge_config, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, prepare_benchmark
 from evaluation.audit.run import JudgeBatch, finalize, judge_batch, plan_batches
+from storage.benchmark import load_benchmarks
 from storage.store import RunStore
 
 
 @task(name="audit-prepare", cache_policy=NO_CACHE, task_run_name="prepare[{spec[format]}:{spec[path]}]")
 def prepare_task(spec: dict[str, Any], config: AuditConfig, cache_dir: str) -> PreparedBenchmark:
-    from flows.cli_audit import load_benchmarks
     bench = load_benchmarks([spec])[0]
     p = prepare_benchmark(bench, config, cache_dir=cache_dir)
     get_run_logger().info("%s: %s", p.name, p.counts())

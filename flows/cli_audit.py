@@ -54,22 +54,6 @@ def benchmark_specs(paths: list[Path], formats: list[str], domains: list[str],
     return out
 
 
-def load_benchmarks(specs: list[dict[str, Any]]):
-    from storage.benchmark import load_benchmark
-    from storage.store import StoreError
-    out = []
-    for s in specs:
-        try:
-            out.append(load_benchmark(s["path"], s["format"], domain=s["domain"], split=s["split"]))
-        except (StoreError, ValueError, OSError) as exc:
-            raise UserError(str(exc)) from exc
-    names = [b.name for b in out]
-    for i, b in enumerate(out):   # two files with the same stem: keep names distinct
-        if names.count(b.name) > 1:
-            b.name = f"{b.name}-{i + 1}"
-    return out
-
-
 def audit_config(config_file: Path | None, overrides: dict[str, Any]):
     """``AuditConfig`` from an optional YAML file plus the options given on the command line."""
     import yaml
@@ -176,6 +160,7 @@ def register(app: typer.Typer) -> None:
         from evaluation.audit import JudgeConfigError
         from evaluation.audit.human import HumanRatingsError
         from retrieval.base import RetrievalError
+        from storage.benchmark import load_benchmarks
         from storage.store import new_run_id
 
         specs = benchmark_specs(benchmark, fmt, domain, split)

@@ -66,3 +66,19 @@ class Chunk:
 
     def to_row(self) -> dict:
         return {**asdict(self), "content_hash": content_hash(self.text)}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """One query of a retrieval benchmark file (BEIR, MTRAG).
+
+    Attributes:
+        qid: query id (MTRAG: ``<conversation_id><::><turn>``).
+        text: the text to search with.
+        original_text: the source text before cleaning (MTRAG keeps the ``|user|: `` prefixes
+            here); ``None`` when the source has no such field.
+    """
+
+    qid: str
+    text: str
+    original_text: str | None = None

@@ -64,7 +64,7 @@ def test_cli_errors_are_one_sentence(tmp_path):
 def test_prefect_flow_matches_plain_function(tmp_path, prefect_harness):
     from evaluation.audit import AuditConfig, run_audit
     from flows.audit_flow import run_audit_flow
-    from flows.cli_audit import load_benchmarks
+    from storage.benchmark import load_benchmarks
     f = tmp_path / "rows.jsonl"
     f.write_text("\n".join(json.dumps(r) for r in _chatrag_rows()))
     specs = benchmark_specs([f], ["chatrag"], [], None)
