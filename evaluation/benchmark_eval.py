@@ -57,7 +57,7 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
                        index_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                        ks: Sequence[int] = (1, 3, 5, 10, 20),
                        progress: Callable[[str, int, int], None] | None = None, rewriter=None) -> BenchmarkEval:
-    from retrieval import build_retriever
+    from retrieval import indexed_retriever
     docs = [(d, doc.text) for d, doc in bench.corpus.items()]
     qrels = bench.qrels
     if not qrels:
@@ -68,16 +68,7 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
     query_cache: dict[tuple, dict[str, str]] = {}
     total = len(retrievers) * len(query_modes)
     for name in retrievers:
-        params: dict = {}
-        if name == "bm25" and index_dir:
-            params = {"index_dir": str(index_dir)}
-        elif name == "dense" and cache_dir:
-            params = {"cache_dir": str(cache_dir)}
-        elif name in ("hybrid", "rrf"):
-            params = {"bm25": {"index_dir": str(index_dir)} if index_dir else {},
-                      "dense": {"cache_dir": str(cache_dir)} if cache_dir else {}}
-        r = build_retriever(name, **params)
-        r.index(docs)
+        r = indexed_retriever(name, docs, index_dir=index_dir or None, cache_dir=cache_dir or None)
         for mode in query_modes:
             qkey = (mode, name in ("dense", "hybrid", "rrf"))
             if qkey not in query_cache:

@@ -5,6 +5,7 @@ All retrievers share ``index(docs)`` / ``search(queries, k) -> Run`` (see :mod:`
 from common.types import Run
 
 from .base import RetrievalError, Retriever, cut_run, trec_ranking
-from .registry import RETRIEVERS, build_retriever
+from .registry import RETRIEVERS, build_retriever, indexed_retriever
 
-__all__ = ["RETRIEVERS", "RetrievalError", "Retriever", "Run", "build_retriever", "cut_run", "trec_ranking"]
+__all__ = ["RETRIEVERS", "RetrievalError", "Retriever", "Run", "build_retriever", "cut_run", "indexed_retriever",
+           "trec_ranking"]

@@ -80,8 +80,8 @@ class QueryExpander:
         if feedback_retriever is not None:
             self._fb = feedback_retriever
         if self._fb is None or not getattr(self._fb, "doc_ids", None) or set(self._fb.doc_ids) != set(ids):
-            from .bm25 import BM25Retriever
-            self._fb = BM25Retriever().index(list(zip(ids, texts)))
+            from .registry import indexed_retriever
+            self._fb = indexed_retriever("bm25", list(zip(ids, texts)))
         return self
 
     # -- backends ------------------------------------------------------------------------

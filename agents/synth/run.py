@@ -111,20 +111,12 @@ _RETRIEVERS: dict[tuple, Any] = {}
 
 def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_dir: str | None) -> Callable[[str, int], list[str]]:
     """The whole-corpus retriever of the uniqueness check (built once per process and run)."""
-    from retrieval import build_retriever
+    from retrieval import indexed_retriever
     key = (store.path, kind, len(corpus))
     if key not in _RETRIEVERS:
-        params: dict = {}
         bm25_dir = str(store.local_dir("cache", "bm25"))
-        if kind == "bm25":
-            params = {"index_dir": bm25_dir}
-        elif kind == "dense":
-            params = {"cache_dir": cache_dir}
-        else:
-            params = {"bm25": {"index_dir": bm25_dir}, "dense": {"cache_dir": cache_dir}}
-        r = build_retriever(kind, **params)
-        r.index([(cid, c["text"]) for cid, c in corpus.items()])
-        _RETRIEVERS[key] = r
+        _RETRIEVERS[key] = indexed_retriever(kind, [(cid, c["text"]) for cid, c in corpus.items()],
+                                             index_dir=bm25_dir, cache_dir=cache_dir)
     retriever = _RETRIEVERS[key]
 
     def search(query: str, k: int) -> list[str]:

@@ -30,6 +30,7 @@ from typing import Mapping, Sequence
 from common.types import Run
 from evaluation.abstention.config import AbstentionConfig
 from retrieval.base import cut_run
+from retrieval.registry import indexed_retriever
 from storage.benchmark import Benchmark, BenchTurn
 
 NAMED_RUNGS = {
@@ -149,15 +150,14 @@ class Ladder:
     @property
     def bm25(self):
         if self._bm25 is None:
-            from retrieval.bm25 import BM25Retriever
-            self._bm25 = BM25Retriever().index(self.docs)
+            self._bm25 = indexed_retriever("bm25", self.docs)
         return self._bm25
 
     @property
     def dense(self):
         if self._dense is None:
-            from retrieval.dense import DenseRetriever
-            self._dense = DenseRetriever(model=self.config.dense_model, cache_dir=self.cache_dir).index(self.docs)
+            self._dense = indexed_retriever("dense", self.docs, model=self.config.dense_model,
+                                            cache_dir=self.cache_dir)
         return self._dense
 
     def dense_queries(self) -> dict[str, str]:
@@ -227,9 +227,7 @@ class Ladder:
             elif spec.retriever == "dense":
                 run = self.dense.search(_queries(self.turns, spec.query_mode), k)
             else:  # hybrid-generic (min-max) or rrf over BM25 + dense
-                from retrieval.hybrid import HybridRetriever
-                h = HybridRetriever([self.bm25, self.dense], fusion="rrf" if spec.retriever == "rrf" else "minmax",
-                                    depth=cfg.depth)
+                h = indexed_retriever(spec.retriever, self.docs, bm25=self.bm25, dense=self.dense, depth=cfg.depth)
                 run = h.search(_queries(self.turns, spec.query_mode), k)
             for t in self.turns:
                 run.setdefault(t.sample_id, {})

@@ -154,26 +154,15 @@ class NegativeMiner:
 
     def __init__(self, corpus: Mapping[str, Document], method: str = "hybrid", dense_model: str | None = None,
                  cache_dir: str | Path | None = None, bm25=None) -> None:
-        from retrieval.bm25 import BM25Retriever
-        from retrieval.dense import DenseRetriever
-        from retrieval.hybrid import HybridRetriever
+        from retrieval.registry import indexed_retriever
         self.corpus = corpus
         self.method = method
         docs = corpus_docs(corpus)
         self._text = {d: _norm(corpus[d].text) for d, _ in docs}
-        parts = []
-        if method in ("hybrid", "rrf", "bm25"):
-            if bm25 is None:
-                bm25 = BM25Retriever().index(docs)
-            parts.append(bm25)
-        if method in ("hybrid", "rrf", "dense"):
-            parts.append(DenseRetriever(model=dense_model, cache_dir=cache_dir).index(docs))
-        if method in ("hybrid", "rrf"):
-            self.retriever = HybridRetriever(parts, fusion="rrf" if method == "rrf" else "minmax")
-        elif parts:
-            self.retriever = parts[0]
-        else:
+        if method not in ("hybrid", "rrf", "bm25", "dense"):
             raise ValueError(f"unknown negatives retriever {method!r}")
+        self.retriever = indexed_retriever(method, docs, cache_dir=cache_dir, model=dense_model,
+                                           bm25=bm25 if method != "dense" else None)
 
     def describe(self) -> dict:
         d = self.retriever.describe() if hasattr(self.retriever, "describe") else {"retriever": self.method}

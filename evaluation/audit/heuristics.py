@@ -70,8 +70,8 @@ class EvidenceIndex:
     def bm25(self):
         if self._bm25 is None:
             from evaluation.audit.candidates import corpus_docs
-            from retrieval.bm25 import BM25Retriever
-            self._bm25 = BM25Retriever().index(corpus_docs(self.corpus))
+            from retrieval.registry import indexed_retriever
+            self._bm25 = indexed_retriever("bm25", corpus_docs(self.corpus))
         return self._bm25
 
     def terms(self, p: Mapping[str, Any]) -> frozenset[str]:

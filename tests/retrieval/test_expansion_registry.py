@@ -131,3 +131,42 @@ def test_hybrid_bm25_dense_end_to_end(tmp_path):
     assert set(bm["q"]) <= {"c1", "c2", "c3", "c4"} and len(de["q"]) == 5
     from retrieval.fusion import minmax_fusion
     assert run == minmax_fusion([bm, de], top_k=3)
+
+
+class _FixedRun:
+    """A stand-in component: indexes nothing, always returns the same ranked list."""
+
+    def __init__(self, scores):
+        self.scores, self.indexed = scores, 0
+
+    def index(self, docs):
+        self.indexed += 1
+        return self
+
+    def search(self, queries, k=10):
+        return {q: dict(list(self.scores.items())[:k]) for q in queries}
+
+
+def test_indexed_retriever_builds_indexes_and_reuses_components(tmp_path):
+    from retrieval.registry import indexed_retriever
+    bm25 = indexed_retriever("bm25", DOCS, index_dir=tmp_path / "bm25")
+    assert isinstance(bm25, BM25Retriever) and bm25.index_path is not None
+    assert bm25.search({"q": "pizza flour"}, 1) == BM25Retriever().index(DOCS).search({"q": "pizza flour"}, 1)
+    # an already indexed component is reused as is (neither rebuilt nor re-indexed)
+    dense = _FixedRun({"c5": 0.9, "c4": 0.5})
+    rrf = indexed_retriever("rrf", DOCS, bm25=bm25, dense=dense, depth=2)
+    assert isinstance(rrf, HybridRetriever) and rrf.retrievers == [bm25, dense]
+    assert (rrf.fusion, rrf.depth, dense.indexed) == ("rrf", 2, 0)
+    # RRF (k=60) over bm25 [c5] and dense [c5, c4]: c5 = 2/61, c4 = 1/62
+    run = rrf.search({"q": "pizza flour"}, 2)["q"]
+    assert list(run) == ["c5", "c4"]
+    assert run["c5"] == pytest.approx(2 / 61) and run["c4"] == pytest.approx(1 / 62)
+    assert indexed_retriever("bm25", DOCS, bm25=bm25) is bm25
+
+
+def test_indexed_retriever_rejects_unknown_names_and_misplaced_fusion_params():
+    from retrieval.registry import indexed_retriever
+    with pytest.raises(RetrievalError, match="unknown retriever 'splade'"):
+        indexed_retriever("splade", DOCS)
+    with pytest.raises(RetrievalError, match="no fusion parameters"):
+        indexed_retriever("bm25", DOCS, depth=5)
