@@ -1,6 +1,8 @@
 """Quick commands over run directories (no Prefect): runs list/show, query."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import json
 from typing import Optional
 
@@ -54,6 +56,9 @@ def register(app: typer.Typer) -> None:
         from storage.duck import query as run_query
         from storage.store import RunStore, StoreError
         store = RunStore(str(resolve_run(run, root)))
+        if output and Path(output).resolve().is_relative_to(Path(store.path).resolve()):
+            raise UserError(f"--output {output} is inside the run directory; the run is read-only, "
+                            "write the result elsewhere")
         try:
             table = run_query(store, sql)
         except StoreError as exc:

@@ -1,4 +1,12 @@
-"""Read-only DuckDB access to a run's Parquet tables (read in place, never copied)."""
+"""Read-only DuckDB access to a run's Parquet tables (read in place, never copied).
+
+The connection is a sandbox, not a keyword filter: an in-memory database whose only
+visible data are views over the run's own Parquet files (``allowed_paths``), with
+``enable_external_access=false`` (no other file, no COPY/EXPORT/ATTACH target, no URL),
+no extension install or autoload, and ``lock_configuration=true`` so SQL cannot undo
+any of it. The statement check in :func:`check_read_only` only gives a clearer message
+for the common mistakes; the sandbox is what makes writes impossible.
+"""
 from __future__ import annotations
 
 import duckdb
@@ -26,15 +34,33 @@ def check_read_only(sql: str) -> None:
             raise QueryRefused(f"only read-only SELECT queries are allowed; refused a {kind} statement")
 
 
+def _sql_list(items: list[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in items) + "]"
+
+
 def connect(store: RunStore) -> duckdb.DuckDBPyConnection:
-    """An in-memory connection with one view per table of the run."""
-    con = duckdb.connect(":memory:")
-    for name in store.tables():
-        files = store.table_files(name)
-        if not files:
-            continue
-        lst = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
-        con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet([{lst}], union_by_name=true)')
+    """A sandboxed in-memory connection with one view per table of the run.
+
+    Only the run's table files are readable; nothing can be written outside the
+    (throw-away) in-memory database, and the settings are locked.
+    """
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
+                                             "autoload_known_extensions": False})
+    try:
+        views: dict[str, list[str]] = {}
+        for name in store.tables():
+            files = store.table_files(name)
+            if files:
+                views[name] = files
+        allowed = sorted({f for files in views.values() for f in files})
+        con.execute(f"SET allowed_paths={_sql_list(allowed)}" if allowed else "SET allowed_paths=[]")
+        for name, files in views.items():
+            con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({_sql_list(files)}, union_by_name=true)')
+        con.execute("SET enable_external_access=false")
+        con.execute("SET lock_configuration=true")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
