@@ -9,7 +9,7 @@ export TRANSFORMERS_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export TOKENIZERS_PARALLELISM = false
 
-.PHONY: install demo test test-slow bench clean serve
+.PHONY: install demo test test-slow test-llm bench clean serve
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -31,6 +31,10 @@ test: install
 
 test-slow: install
 	PREFECT_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -m slow
+
+# only the tests against a real OpenAI-compatible server (llama.cpp + Gemma 3 270M); `make test` runs them too
+test-llm: install
+	PREFECT_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q -m llm_server
 
 bench: install
 	$(PY) benchmarks/embedding.py && $(PY) benchmarks/clustering.py --sizes 10000

@@ -13,7 +13,13 @@ Contract (after YourBench's inference core): bounded execution with explicit fai
 * Non-retryable: 401/403/404 raise :class:`LLMFatalError` (every call would fail alike);
   other 4xx raise :class:`CallFailed` (``api_error``) for this request only. A 400 that
   names ``response_format``/``json_schema`` downgrades the endpoint to plain text with the
-  schema in the prompt; one that names ``logprobs`` raises :class:`LogprobsUnsupported`.
+  schema in the prompt; one that names ``logprobs`` raises :class:`LogprobsUnsupported`;
+  one that says the prompt exceeds the context (``ContextLengthExceeded``) teaches the
+  client the endpoint's context length, so longer prompts are refused before sending.
+* Capabilities: an endpoint with ``probe: true`` is probed once, before its first request
+  (:mod:`agents.capabilities`); the client then uses its best structured-output mode, fails
+  logprob requests it cannot answer fast, drops a rejected ``seed``, and refuses prompts that
+  do not fit the context (``context_length`` in the config, or the probed value).
 * Secrets: keys are read from the environment when the client is built, registered for
   scrubbing, and never appear in reprs or error messages.
 """
@@ -31,6 +37,7 @@ from typing import Any
 import openai
 import httpx2
 
+from agents.capabilities import Capabilities, context_length_from_error, count_prompt_tokens, probe_endpoint
 from agents.config import EndpointConfig, LLMConfig, RetryConfig
 from agents.errors import LLMConfigError, LLMError, LLMFatalError, LogprobsUnsupported, error_details
 from agents.results import TokenLogprob, Usage
@@ -183,6 +190,10 @@ class LLMClient:
         self._ep_sem: dict[str, asyncio.BoundedSemaphore] = {}
         self._global = asyncio.BoundedSemaphore(config.max_concurrency)
         self._mode: dict[str, str] = {n: e.structured_output for n, e in config.endpoints.items()}
+        self._caps: dict[str, Capabilities] = {}
+        self._probe_locks: dict[str, asyncio.Lock] = {}
+        self._ctx_learned: dict[str, int] = {}
+        self.probes_sent = 0
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests_sent = 0
@@ -224,6 +235,53 @@ class LLMClient:
     def endpoint_mode(self, name: str) -> str:
         return self._mode[name]
 
+    # -- capabilities ---------------------------------------------------------------------
+    async def capabilities(self, name: str) -> Capabilities:
+        """The endpoint's probed capabilities (probed once per client, i.e. per run)."""
+        caps = self._caps.get(name)
+        if caps is not None:
+            return caps
+        lock = self._probe_locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            caps = self._caps.get(name)
+            if caps is None:
+                ep = self.config.endpoints[name]
+                self.probes_sent += 1
+                caps = await probe_endpoint(name, ep)
+                self._caps[name] = caps
+                self._mode[name] = caps.structured_mode
+                log.info("endpoint %r probed: structured output %s, logprobs %s, seed %s, context %s (%s)", name,
+                         caps.structured_mode, caps.logprobs, caps.seed, caps.context_length, caps.context_source)
+        return caps
+
+    def context_length(self, name: str) -> tuple[int | None, str]:
+        """(tokens, source) of the endpoint's context: config > probe > learned from a 400."""
+        ep = self.config.endpoints[name]
+        if ep.context_length is not None:
+            return ep.context_length, "config context_length"
+        caps = self._caps.get(name)
+        if caps is not None and caps.context_length is not None:
+            return caps.context_length, caps.context_source
+        if name in self._ctx_learned:
+            return self._ctx_learned[name], "learned from the server's error"
+        return None, "unknown"
+
+    async def _check_context(self, req: ChatRequest, ep: EndpointConfig) -> None:
+        ctx, source = self.context_length(req.endpoint)
+        if ctx is None:
+            return
+        msgs = req.messages
+        if req.schema is not None and self._mode[req.endpoint] in ("json_object", "text"):
+            msgs = _with_schema_in_prompt(msgs, req.schema)
+        reserve = int(req.sampling.get("max_tokens") or 1)
+        n, exact = await count_prompt_tokens(ep, req.endpoint, self._caps.get(req.endpoint), req.model, msgs,
+                                             exact_above=(ctx - reserve) // 2)
+        if n + reserve > ctx:
+            what = "tokens" if exact else "tokens (estimated at 4 characters per token)"
+            raise CallFailed("api_error", f"prompt of {n} {what} plus max_tokens {reserve} exceeds the context "
+                             f"length {ctx} of endpoint {req.endpoint!r} ({source}); not sent",
+                             error_class="ContextLengthExceeded", status_code=None, retries=0, latency_s=0.0)
+
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
         for c in clients:
@@ -237,10 +295,15 @@ class LLMClient:
         mode = self._mode[req.endpoint]
         messages = req.messages
         kw: dict[str, Any] = {"model": req.model, **req.sampling}
+        caps = self._caps.get(req.endpoint)
+        if caps is not None and caps.seed == "rejected":
+            kw.pop("seed", None)
         if req.schema is not None:
             if mode == "json_schema":
                 kw["response_format"] = {"type": "json_schema", "json_schema": {
                     "name": req.schema_name, "schema": req.schema, "strict": ep.strict_schema}}
+            elif mode == "json_object_schema":
+                kw["response_format"] = {"type": "json_object", "schema": req.schema}
             else:
                 messages = _with_schema_in_prompt(messages, req.schema)
                 if mode == "json_object":
@@ -312,6 +375,12 @@ class LLMClient:
                                      f"({d['error_class']}): {d['message']}")
             if req.logprobs and "logprob" in text:
                 return LogprobsUnsupported(req.endpoint, req.model, d["message"])
+            ctx = context_length_from_error(d["message"])
+            if ctx is not None and status in (400, 413, 422):
+                self._ctx_learned[req.endpoint] = ctx
+                return CallFailed("api_error", f"the prompt does not fit the context ({ctx} tokens) of endpoint "
+                                  f"{req.endpoint!r}: {d['message']}", error_class="ContextLengthExceeded",
+                                  status_code=status, retries=0, latency_s=0.0)
             return CallFailed("api_error", d["message"], error_class=d["error_class"], status_code=status,
                               retries=0, latency_s=0.0)
         if isinstance(exc, (LLMError,)):
@@ -335,6 +404,11 @@ class LLMClient:
         ep = self.config.endpoints[req.endpoint]
         if req.logprobs and not ep.supports_logprobs:
             raise LogprobsUnsupported(req.endpoint, req.model, "supports_logprobs is false in the config")
+        if ep.probe:
+            caps = await self.capabilities(req.endpoint)
+            if req.logprobs and caps.logprobs != "yes":
+                raise LogprobsUnsupported(req.endpoint, req.model, f"the probe found logprobs {caps.logprobs}")
+        await self._check_context(req, ep)
         cfg = self.config.retry
         t0 = time.perf_counter()
         retries = 0

@@ -77,10 +77,17 @@ class EndpointConfig(_Strict):
         connect_timeout_s: TCP connect timeout.
         max_concurrency: requests in flight to this endpoint at most.
         structured_output: ``json_schema`` (response_format with the output model's schema),
-            ``json_object`` or ``text`` (JSON extracted from plain text). An endpoint that
-            rejects ``json_schema`` is downgraded to ``text`` automatically.
+            ``json_object_schema`` (``{"type": "json_object", "schema": ...}``: llama.cpp's
+            grammar-constrained form), ``json_object`` or ``text`` (JSON extracted from plain
+            text). An endpoint that rejects the requested form is downgraded automatically.
         strict_schema: send ``strict: true`` with the JSON schema.
         supports_logprobs: False makes logprob requests fail fast with LogprobsUnsupported.
+        probe: probe the endpoint once per run before its first request
+            (:mod:`agents.capabilities`) and use what it supports: the best structured-output
+            mode (overrides ``structured_output``), logprobs, seed, context length.
+        context_length: the model's context in tokens, for servers that do not report it
+            (llama-cpp-python, Ollama); wins over a probed value. Prompts that do not fit are
+            refused before sending (``api_error``, error class ``ContextLengthExceeded``).
     """
 
     base_url: str
@@ -91,9 +98,11 @@ class EndpointConfig(_Strict):
     timeout_s: float = Field(default=120.0, gt=0)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     max_concurrency: int = Field(default=8, ge=1)
-    structured_output: Literal["json_schema", "json_object", "text"] = "json_schema"
+    structured_output: Literal["json_schema", "json_object_schema", "json_object", "text"] = "json_schema"
     strict_schema: bool = False
     supports_logprobs: bool = True
+    probe: bool = False
+    context_length: int | None = Field(default=None, ge=16)
 
     @field_validator("api_key_env")
     @classmethod
@@ -243,15 +252,10 @@ class LLMConfig(_Strict):
     # -- loading ------------------------------------------------------------------------
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMConfig":
-        """Load a YAML or JSON file (an ``llm:`` top-level key is accepted)."""
-        import yaml
+        """Load a YAML, JSON or TOML file (an ``llm:`` top-level key is accepted)."""
+        from common.configfile import read_config_file
         p = Path(path)
-        try:
-            data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise LLMConfigError(f"cannot read LLM config {p}: {exc}") from None
-        if isinstance(data, dict) and set(data) == {"llm"}:
-            data = data["llm"]
+        data = read_config_file(p, what="LLM config", section="llm", error=LLMConfigError)
         try:
             return cls.model_validate(data)
         except ValueError as exc:

@@ -36,16 +36,10 @@ app = typer.Typer(
 )
 
 # Sub-command modules; each has register(app). Order = order in --help.
-_MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm", "flows.cli_audit",
-            "flows.cli_abstention")
+_MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm", "flows.cli_llmcheck",
+            "flows.cli_audit", "flows.cli_abstention")
 for _name in _MODULES:
-    try:
-        _mod = importlib.import_module(_name)
-    except ModuleNotFoundError as _exc:  # a module not written yet
-        if _exc.name != _name:
-            raise
-        continue
-    _mod.register(app)
+    importlib.import_module(_name).register(app)
 
 
 def main() -> None:
