@@ -8,7 +8,9 @@ Doc ids are the given id field when present, else a content hash (stable across 
 """
 from __future__ import annotations
 
+import codecs
 import csv
+import os
 import gzip
 import html
 import io
@@ -18,7 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Iterator
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from storage.records import Document, Rejected, hash_doc_id
 
@@ -34,7 +36,16 @@ class LoadConfig(BaseModel):
     title_field: str = Field("title", description="title column/key of table inputs")
     text_field: str = Field("text", description="text column/key of table inputs")
     max_bytes: int = Field(5_000_000, gt=0, description="documents larger than this are rejected as oversized")
-    encoding: str = "utf-8"
+    encoding: str = Field("utf-8", description="text encoding of the input files (any Python codec name)")
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, v: str) -> str:
+        try:
+            codecs.lookup(v)
+        except LookupError:
+            raise ValueError(f"unknown text encoding {v!r} (use a Python codec name such as utf-8 or latin-1)") from None
+        return v
 
 
 class CorpusError(ValueError):
@@ -194,17 +205,57 @@ def _records_parquet(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | 
 
 
 def _records_csv(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
+    """Strict CSV: a row with a broken quote or the wrong number of fields is rejected with its
+    line number; parsing resumes on the next line, so one bad row never swallows the rest."""
     csv.field_size_limit(max(cfg.max_bytes * 2, 1 << 20))
     try:
         text = path.read_text(encoding=cfg.encoding)
     except UnicodeDecodeError as exc:
         raise CorpusError(f"{path} is not valid {cfg.encoding} at byte {exc.start}") from exc
-    reader = csv.DictReader(io.StringIO(text, newline=""))
+    lines = text.lstrip("\ufeff").splitlines(keepends=True)
     try:
-        for rec in reader:
-            yield f"{path}:{reader.line_num}", rec
-    except csv.Error as exc:
-        raise CorpusError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from exc
+        header = next(csv.reader(lines[:1], strict=True))
+    except (StopIteration, csv.Error) as exc:
+        raise CorpusError(f"{path}:1: the CSV header is missing or malformed") from exc
+    if len(set(header)) != len(header) or any(not h.strip() for h in header):
+        raise CorpusError(f"{path}:1: the CSV header has empty or repeated column names: {header}")
+    pos = 1  # index (0-based) of the next physical line to parse
+    while pos < len(lines):
+        reader = csv.reader(iter(lines[pos:]), strict=True)
+        done = 0  # physical lines of lines[pos:] consumed by complete records
+        try:
+            for row in reader:
+                first = pos + done + 1  # 1-based line where this record starts
+                done = reader.line_num
+                if not row:
+                    continue
+                src = f"{path}:{first}"
+                if len(row) != len(header):
+                    yield src, Rejected(src, "malformed", f"CSV row has {len(row)} fields but the header has "
+                                                          f"{len(header)} (check quoting and delimiters)")
+                    continue
+                yield src, dict(zip(header, row))
+            break
+        except csv.Error as exc:
+            bad = pos + done + 1
+            yield f"{path}:{bad}", Rejected(f"{path}:{bad}", "malformed", f"CSV parse error: {exc}")
+            pos = pos + done + 1
+
+
+_BAD_ID = re.compile(r"[\s\x00-\x1f\x7f#]")
+
+
+def id_problem(doc_id: str) -> str | None:
+    """Why ``doc_id`` cannot be used as a document id, or None. Ids end up in TREC lines
+    (whitespace-separated), BEIR TSVs and ``doc_id#n`` chunk ids."""
+    if len(doc_id) > 512:
+        return "is longer than 512 characters"
+    m = _BAD_ID.search(doc_id)
+    if m:
+        ch = m.group()
+        what = "'#' (reserved for chunk ids)" if ch == "#" else "whitespace or control characters"
+        return f"contains {what}"
+    return None
 
 
 def _table_records(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, Document | Rejected]]:
@@ -226,6 +277,10 @@ def _table_records(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, Document 
             continue
         given = next((rec[k] for k in id_keys if rec.get(k) not in (None, "")), None)
         doc_id = str(given) if given is not None else None
+        if doc_id is not None and (problem := id_problem(doc_id)):
+            yield src, Rejected(src, "invalid_id", f"doc id {doc_id[:80]!r} {problem}; TREC/BEIR exports cannot "
+                                                   "carry it: fix the id, or drop the id field to get content-hash ids")
+            continue
         if len(text.encode("utf-8", "surrogatepass")) > cfg.max_bytes:
             yield src, Rejected(src, "oversized", f"text exceeds load.max_bytes={cfg.max_bytes}", doc_id=doc_id)
             continue
@@ -239,6 +294,26 @@ def _table_records(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, Document 
         title = rec.get(cfg.title_field)
         yield src, Document(doc_id=doc_id or hash_doc_id(text), title="" if title is None else str(title),
                             text=text, source=src)
+
+
+def _walk(root: Path) -> tuple[list[Path], list[Rejected]]:
+    """Every non-hidden file under ``root`` (sorted) and a ``Rejected`` row for each directory
+    that could not be listed (never skipped silently)."""
+    files: list[Path] = []
+    unreadable: list[Rejected] = []
+
+    def onerror(exc: OSError) -> None:
+        rel = os.path.relpath(exc.filename, root) if exc.filename else "?"
+        unreadable.append(Rejected(rel, "unreadable", f"could not list the directory: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if not name.startswith("."):
+                f = Path(dirpath) / name
+                if f.is_file():
+                    files.append(f)
+    return sorted(files), sorted(unreadable, key=lambda r: r.source)
 
 
 def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Document | Rejected]:
@@ -256,9 +331,9 @@ def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Doc
             raise CorpusError(f"unsupported corpus file type {_suffix(p) or '(none)'} for {p}; "
                               "use a directory of .txt/.md/.html files or a .jsonl/.parquet/.csv table")
         return
-    files = sorted(f for f in p.rglob("*") if f.is_file() and not any(
-        part.startswith(".") for part in f.relative_to(p).parts))
-    if not files:
+    files, unreadable = _walk(p)
+    yield from unreadable
+    if not files and not unreadable:
         raise CorpusError(f"corpus directory {p} contains no files")
     for f in files:
         rel = str(f.relative_to(p))
@@ -266,8 +341,11 @@ def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Doc
         if suf in TEXT_EXTS | HTML_EXTS:
             yield _read_text_file(f, cfg, rel)
         elif suf in TABLE_EXTS:
-            for _, item in _table_records(f, cfg):
-                yield item
+            try:
+                for _, item in _table_records(f, cfg):
+                    yield item
+            except CorpusError as exc:  # one broken table file does not abort the whole corpus
+                yield Rejected(rel, "unreadable", str(exc))
         else:
             yield Rejected(rel, "unsupported_type", f"file type {suf or '(none)'} is not a supported corpus format")
 
