@@ -124,12 +124,11 @@ class LLMSession:
     def _finish(self) -> None:
         self.calls.compact()
         if self.store is not None and self.write_manifest:
-            totals = {k: _totals_dict(v) for k, v in self.calls.totals.items()}
             self.store.write_manifest(llm={
                 "run_id": self.run_id,
                 "config": self.config.public_dict(),
-                "totals_by_role": totals,
-                "totals": _totals_dict(self.calls.run_totals()),
+                "totals_by_role": self.totals_by_role(),
+                "totals": totals_dict(self.calls.run_totals()),
                 "stopped_reason": self.stopped_reason,
             })
         log.info("%s", self.summary())
@@ -144,6 +143,10 @@ class LLMSession:
     # -- reporting --------------------------------------------------------------------------
     def totals(self) -> dict[str, RoleTotals]:
         return dict(self.calls.totals)
+
+    def totals_by_role(self) -> dict[str, dict[str, Any]]:
+        """:meth:`totals` as plain dicts (JSON-ready: manifests, task results)."""
+        return {role: totals_dict(t) for role, t in self.calls.totals.items()}
 
     def summary(self) -> str:
         text = format_totals(self.totals(), title=f"LLM calls of run {self.run_id}")
@@ -420,7 +423,8 @@ def _schema_name(step: LLMStep) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", step.output_model.__name__)[:64] or "output"
 
 
-def _totals_dict(t: RoleTotals) -> dict[str, Any]:
+def totals_dict(t: RoleTotals) -> dict[str, Any]:
+    """One :class:`RoleTotals` as a plain dict (field -> value)."""
     return {f: getattr(t, f) for f in t.__dataclass_fields__}
 
 

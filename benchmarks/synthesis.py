@@ -39,7 +39,7 @@ def build_spine(root: Path) -> tuple[Path, object]:
 def one_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int, search_kind: str, emb: str):
     from agents.accounting import read_calls
     from agents.synth.config import SynthConfig
-    from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, run_batch
+    from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
     from storage.store import RunStore
     if work.exists():
         shutil.rmtree(work)
@@ -50,7 +50,7 @@ def one_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int,
     plans = plan_conversations(clusters, cvecs, cfg)
     search = corpus_searcher(store, corpus, search_kind, emb)
     t0 = time.perf_counter()
-    out = run_batch(store, plans, corpus, llm_cfg, cfg, search)
+    out = synthesize_batch(store, plans, corpus, llm_cfg, cfg, search)
     dt = time.perf_counter() - t0
     s = assemble(store, plans, out["states"], cfg)
     calls = read_calls(store).to_pylist()

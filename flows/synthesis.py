@@ -61,13 +61,13 @@ def llm_slot(cfg: MTRConfig):
 
 @task(name="synthesize-batch", cache_policy=NO_CACHE, task_run_name=_batch_name, tags=["mtr", "stage:synthesize"])
 def synth_batch(run_dir: str, config: dict, conv_ids: list[str], index: int) -> dict:
-    from agents.synth.run import run_batch
+    from agents.synth.run import synthesize_batch
     cfg = MTRConfig.model_validate(config)
     store, plans, corpus, search = _context(run_dir, cfg)
     chosen = [p for p in plans if p.conv_id in set(conv_ids)]
     with llm_slot(cfg):
-        out = run_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
-                        progress=lambda n: report("synthesize", n, len(plans)))
+        out = synthesize_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
+                               progress=lambda n: report("synthesize", n, len(plans)))
     done = sum(1 for s in out["states"].values() if s.get("done"))
     return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
 

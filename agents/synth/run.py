@@ -1,4 +1,4 @@
-"""Synthesis as plain functions: plan conversations, run batches through the graph, assemble tables.
+"""Synthesis as plain functions: plan conversations, synthesize batches through the graph, assemble tables.
 
 The Prefect flow (``flows/synthesis.py``) only orchestrates these. Resume: graph state is
 checkpointed per node in ``<run>/cache/synth_checkpoints.sqlite`` (LangGraph
@@ -125,7 +125,7 @@ def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_d
     return search
 
 
-async def _run_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
+async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
@@ -165,14 +165,15 @@ async def _run_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[
             snap = await graph.aget_state({"configurable": {"thread_id": p.conv_id}})
             if snap.values:
                 states[p.conv_id] = snap.values
-        from agents.session import _totals_dict
-        totals = {role: _totals_dict(t) for role, t in llm.totals().items()}
+        totals = llm.totals_by_role()
     return {"states": states, "stopped": stopped, "llm_totals": totals}
 
 
-def run_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, search,
-              progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    return asyncio.run(_run_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress))
+def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
+                     search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Run ``plans`` through the conversation graph (resuming checkpointed ones); returns the
+    conversations' states, the budget stop reason (or None) and the LLM totals per role."""
+    return asyncio.run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress))
 
 
 def read_states(store: RunStore, plans: list[ConvPlan]) -> dict[str, dict]:
@@ -243,7 +244,11 @@ def planned_workload(plans: list[ConvPlan], corpus: dict[str, dict], cfg: SynthC
     the turns (answers estimated from the gold passage), so later turns cost more."""
     import random as _random
 
-    from agents.synth.steps import Answerer, Humanizer, Questioner, UniquenessJudge, Verifier
+    from agents.synth.answerer import Answerer
+    from agents.synth.humanizer import Humanizer
+    from agents.synth.questioner import Questioner
+    from agents.synth.uniqueness import UniquenessJudge
+    from agents.synth.verifier import Verifier
     q, a, v, u, h = Questioner(), Answerer(), Verifier(), UniquenessJudge(), Humanizer()
     work: dict[str, list] = {"q": [], "a": [], "v": [], "u": [], "h": []}
     for p in plans:

@@ -1,5 +1,9 @@
 from agents.synth import text as T
-from agents.synth.steps import (Answerer, Humanizer, Questioner, UniquenessJudge, Verifier, humanizer_guard)
+from agents.synth.answerer import Answerer
+from agents.synth.humanizer import Humanizer, humanizer_guard
+from agents.synth.questioner import Questioner
+from agents.synth.uniqueness import UniquenessJudge
+from agents.synth.verifier import Verifier
 
 P1 = {"doc_id": "p1", "title": "Berlin Wall",
       "text": "The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "

@@ -15,7 +15,7 @@ from agents.accounting import read_calls
 from agents.config import BudgetConfig, LLMConfig
 from agents.synth.config import SynthConfig
 from agents.synth.fake_roles import RoleScriptedServer, fake_llm_config
-from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, run_batch
+from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
 from agents.synth import text as T
 from storage.benchmark import load_ours
 from storage.exports import export_benchmark
@@ -35,7 +35,7 @@ def test_offline_end_to_end_on_example_corpus(spine_copy, example_spine):
     store, plans, corpus, cfg = _setup(spine_copy, conversations=5, turns=5, unanswerable_ratio=0.2, test_share=0.4)
     emb = example_spine["cfg"].embed.cache_dir
     search = corpus_searcher(store, corpus, "hybrid", emb)
-    out = run_batch(store, plans, corpus, LLMConfig(backend="offline"), cfg, search)
+    out = synthesize_batch(store, plans, corpus, LLMConfig(backend="offline"), cfg, search)
     assert out["stopped"] is None and len(out["states"]) == 5
     summary = assemble(store, plans, out["states"], cfg)
     assert summary["backend"] == "offline" and summary["conversations"] == 5
@@ -72,14 +72,14 @@ def test_offline_end_to_end_on_example_corpus(spine_copy, example_spine):
 
 def test_llm_path_and_budget_stop(spine_copy, role_server):
     store, plans, corpus, cfg = _setup(spine_copy, conversations=3, turns=3, concurrency=3)
-    out = run_batch(store, plans, corpus, fake_llm_config(role_server), cfg, lambda q, k: [])
+    out = synthesize_batch(store, plans, corpus, fake_llm_config(role_server), cfg, lambda q, k: [])
     assemble(store, plans, out["states"], cfg)
     turns = store.read_table("turns").to_pylist()
     assert len(turns) == 9 and all(t["status"] == "ok" and t["backend"] == "openai" for t in turns)
     assert all(t["prompt_tokens"] > 0 and json.loads(t["model"])["questioner"] == "fake-model" for t in turns)
     n_first = role_server.count
     # a second run of the same work: every call is a cache hit, nothing reaches the server
-    out2 = run_batch(store, plans, corpus, fake_llm_config(role_server), cfg, lambda q, k: [])
+    out2 = synthesize_batch(store, plans, corpus, fake_llm_config(role_server), cfg, lambda q, k: [])
     assert role_server.count == n_first and out2["stopped"] is None
 
     # budget stop on a fresh run: stops cleanly, keeps what it has, says why
@@ -88,7 +88,7 @@ def test_llm_path_and_budget_stop(spine_copy, role_server):
     shutil.copytree(spine_copy, other, ignore=shutil.ignore_patterns("cache", "llm_calls", "turns.parquet"))
     store2, plans2, corpus2, cfg2 = _setup(other, conversations=3, turns=4, concurrency=1)
     llm = fake_llm_config(role_server, budget=BudgetConfig(max_tokens=15000))
-    out3 = run_batch(store2, plans2, corpus2, llm, cfg2, lambda q, k: [])
+    out3 = synthesize_batch(store2, plans2, corpus2, llm, cfg2, lambda q, k: [])
     assert out3["stopped"] and "token" in out3["stopped"]
     summary = assemble(store2, plans2, out3["states"], cfg2)
     assert 0 < summary["turns_ok"] < 12
@@ -124,7 +124,7 @@ def test_killed_run_resumes_without_repeating_calls(spine_copy):
         srv.hang_after = 10 ** 9
         before = srv.count
         store, plans, corpus, cfg = _setup(spine_copy, conversations=3, turns=4, concurrency=2)
-        out = run_batch(store, plans, corpus, fake_llm_config(srv), cfg, lambda q, k: [])
+        out = synthesize_batch(store, plans, corpus, fake_llm_config(srv), cfg, lambda q, k: [])
         assemble(store, plans, out["states"], cfg)
         new = [json.dumps(r.body["messages"], sort_keys=True) for r in srv.requests[before:]]
         assert new, "the rerun had work left to do"
@@ -152,7 +152,7 @@ def test_api_key_never_reaches_any_file_of_the_run(spine_copy, monkeypatch):
                                                           api_key_env="MTR_SYNTH_TEST_KEY")},
                         retry=RetryConfig(backoff_base_s=0.002, backoff_max_s=0.02))
         store, plans, corpus, cfg = _setup(spine_copy, conversations=2, turns=2)
-        out = run_batch(store, plans, corpus, llm, cfg, lambda q, k: [])
+        out = synthesize_batch(store, plans, corpus, llm, cfg, lambda q, k: [])
         assemble(store, plans, out["states"], cfg)
         export_benchmark(store)
     finally:

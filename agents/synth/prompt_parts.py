@@ -1,0 +1,29 @@
+"""Pieces the synthesis agents share: passage and history formatting for prompts, and a
+stable integer seed from a hash (offline choices independent of order and process)."""
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+_CITE = re.compile(r"\[\d+\]")
+
+
+def fmt_passages(passages: list[dict]) -> str:
+    """Numbered passages ``[1] text`` separated by ``---`` (citation marks like ``[3]`` removed)."""
+    return "\n---\n".join(f"[{i}] " + _CITE.sub("", p["text"]) for i, p in enumerate(passages, 1))
+
+
+def fmt_history(history: list[list[str]] | list[tuple[str, str]], cut: int | None = None) -> str:
+    """``User: ...`` / ``Assistant: ...`` lines; assistant turns longer than ``cut`` are shortened."""
+    lines = []
+    for role, text in history:
+        if cut and role == "assistant" and len(text) > cut:
+            text = text[:cut] + "..."
+        lines.append(f"{'User' if role == 'user' else 'Assistant'}: {text}")
+    return "\n".join(lines)
+
+
+def seed_int(*parts: Any) -> int:
+    """A stable 32-bit integer from the parts (sha256)."""
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:8], 16)

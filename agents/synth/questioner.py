@@ -1,0 +1,141 @@
+"""The questioner: writes the next user question, answerable by exactly one of the shown passages
+(or, on a planned unanswerable turn, by none of them).
+
+Inputs: ``passages`` [{doc_id, title, text}], ``history`` [(role, text)],
+``previous_questions`` [str], ``feedback`` (verifier / uniqueness reason of a rejected
+attempt, or None), ``attempt`` (int), ``standalone`` (bool: first question after a topic
+switch or turn 1: no pronouns to earlier turns), ``unanswerable`` (bool), ``used_gold``
+[doc_id]. Output: :class:`QuestionOut`.
+
+Graph-side rule (:func:`candidate`): the answer's ``doc_index`` must name one of the shown
+passages, which becomes the turn's gold passage; otherwise the attempt is rejected with that
+reason as feedback.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from agents.steps import LLMStep
+from agents.synth.prompt_parts import fmt_history, fmt_passages, seed_int
+from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
+                                usage_add, visible_history)
+from agents.synth.text import informative, jaccard_words, question_from_sentence, salient_phrase, sentences
+
+
+class QuestionOut(BaseModel):
+    doc_index: int = Field(..., ge=0, description="1-based number of the passage that answers; 0 = none (unanswerable)")
+    question: str = Field(..., min_length=3)
+    standalone_question: str = Field(..., min_length=3, description="the question rewritten to be self-contained")
+
+
+class Questioner(LLMStep):
+    """Writes the next user question (see module docstring)."""
+
+    name = "questioner"
+    kind = "generation"
+    prompt_version = "questioner-v1"
+    output_model = QuestionOut
+    expected_output_tokens = 80
+
+    def build_messages(self, x: dict) -> list[dict]:
+        sys_msg = ("You write questions for a conversational search benchmark. You play a curious person "
+                   "talking to an assistant. Reply with JSON only.")
+        rules = [
+            "Write ONE natural question that exactly one of the numbered passages answers directly.",
+            "It must sound like a real person, must not mention passages, documents or sources.",
+            'Reply as JSON: {"doc_index": <number of the passage>, "question": "...", '
+            '"standalone_question": "<the same question, fully self-contained>"}.',
+        ]
+        if x.get("unanswerable"):
+            rules = ["Write ONE natural, on-topic question that NONE of the passages answers (the information "
+                     "is absent from all of them), as a real person would ask it.",
+                     'Reply as JSON: {"doc_index": 0, "question": "...", "standalone_question": "..."}.']
+        if x.get("previous_questions"):
+            rules.append("Explore a different topic, aspect or fact from EVERY earlier question; prefer a passage "
+                         "not used before. Do not repeat or paraphrase these earlier questions:\n"
+                         + "\n".join(f"- {q}" for q in x["previous_questions"]))
+        if x.get("standalone"):
+            rules.append("The question must be fully self-contained: no pronouns or ellipsis pointing at earlier turns.")
+        elif x.get("history"):
+            rules.append("The question may use pronouns or ellipsis that refer to the conversation so far.")
+        if x.get("feedback"):
+            rules.append(f"Your previous attempt was rejected: {x['feedback']}. Write a better one.")
+        user = ""
+        if x.get("history") and not x.get("standalone"):
+            user += "Conversation so far:\n" + fmt_history(x["history"]) + "\n\n"
+        user += "Passages:\n" + fmt_passages(x["passages"]) + "\n\n" + "\n".join(rules)
+        return [{"role": "system", "content": sys_msg}, {"role": "user", "content": user}]
+
+    def offline(self, x: dict) -> QuestionOut:
+        """Pick an unused passage and its most informative unused sentence; wh-rules make the question."""
+        passages = x["passages"]
+        if x.get("unanswerable"):
+            p = passages[0]
+            phrase = salient_phrase(sentences(p["text"])[0] if sentences(p["text"]) else p["title"], p["title"])
+            templates = ["Who first proposed renaming {p} and why was it rejected?",
+                         "How many people visited {p} last year?",
+                         "What do critics in 2030 predict for {p}?"]
+            q = templates[(x.get("attempt", 0) + seed_int(p["doc_id"])) % len(templates)].format(p=phrase)
+            return QuestionOut(doc_index=0, question=q, standalone_question=q)
+        used = set(x.get("used_gold") or [])
+        order = [i for i, p in enumerate(passages) if p["doc_id"] not in used] + \
+                [i for i, p in enumerate(passages) if p["doc_id"] in used]
+        prev = x.get("previous_questions") or []
+        cands = []
+        for rank, i in enumerate(order):
+            p = passages[i]
+            for s in sentences(p["text"]):
+                score = informative(s)
+                if score <= 0:
+                    continue
+                q, sq = question_from_sentence(s, p.get("title", ""))
+                if any(jaccard_words(q, pq) >= 0.6 for pq in prev):
+                    continue
+                cands.append((rank, -score, i, q, sq))
+        if not cands:  # fall back to a title question about the first unused passage
+            i = order[0]
+            t = passages[i].get("title") or salient_phrase(passages[i]["text"])
+            q = f"Can you tell me more about {t}?"
+            return QuestionOut(doc_index=i + 1, question=q, standalone_question=q)
+        cands.sort()
+        pick = cands[min(x.get("attempt", 0), len(cands) - 1)]
+        return QuestionOut(doc_index=pick[2] + 1, question=pick[3], standalone_question=pick[4])
+
+
+def inputs(ctx: GraphContext, state: ConvState) -> dict:
+    """The questioner's inputs for the current turn and attempt."""
+    turn = state["turn"]
+    return {"passages": [passage(ctx, c) for c in state["shown"]], "history": visible_history(state),
+            "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
+            "attempt": state.get("attempt", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
+            "unanswerable": is_unanswerable_turn(state),
+            "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]]}
+
+
+def is_unanswerable_turn(state: ConvState) -> bool:
+    return state["turn"] in (state.get("unanswerable_turns") or [])
+
+
+def candidate(out: QuestionOut, shown: list[str], unanswerable: bool) -> dict:
+    """The state update for a questioner answer: the turn's candidate, or a rejection (the
+    ``doc_index`` names no shown passage) with the reason as feedback for the next attempt."""
+    if unanswerable:
+        gold = None
+    elif not 1 <= out.doc_index <= len(shown):
+        return {"cand": None, "feedback": f"doc_index {out.doc_index} is not one of the shown passages"}
+    else:
+        gold = shown[out.doc_index - 1]
+    q = out.question.strip()
+    return {"cand": {"question": q, "standalone_question": out.standalone_question.strip() or q,
+                     "gold": gold, "unanswerable": unanswerable}}
+
+
+STEP = Questioner()
+
+
+async def node(ctx: GraphContext, state: ConvState) -> dict:
+    res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "q"))
+    upd: dict = {"turn_usage": usage_add(state, res)}
+    if not res.ok:
+        return {**upd, "turn_error": error_record(STEP.name, res)}
+    return {**upd, **candidate(res.output, state["shown"], is_unanswerable_turn(state))}

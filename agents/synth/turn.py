@@ -1,0 +1,60 @@
+"""The turn's bookkeeping nodes (no LLM): evidence selection at the start of each attempt,
+the next attempt after a rejection, and the turn record (accepted or failed) at the end."""
+from __future__ import annotations
+
+import json
+
+from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
+
+
+async def select(ctx: GraphContext, state: ConvState) -> dict:
+    """A seeded sample of ``shown_passages`` from the conversation's current cluster pool."""
+    pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
+    rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
+    shown = rng.sample(pool, min(ctx.cfg.shown_passages, len(pool)))
+    return {"shown": shown, "cand": None, "answer": None, "extra": [], "turn_error": None}
+
+
+def next_attempt(state: ConvState) -> dict:
+    return {"attempt": state.get("attempt", 0) + 1}
+
+
+async def commit(state: ConvState) -> dict:
+    """Record the turn (``ok`` with its question, answer and positives, or ``failed`` with the
+    reason and a failures row) and reset the per-turn scratch for the next turn."""
+    turn = state["turn"]
+    st = state.get("switch_turn")
+    usage = state.get("turn_usage") or {}
+    base = {"sample_id": sample_id(state), "conv_id": state["conv_id"], "turn": turn,
+            "is_switch": st is not None and turn == st,
+            "turns_since_switch": (turn - st) if st is not None and turn >= st else None,
+            "cluster_id": state["switch_cluster_id"] if in_second_topic(state) else state["cluster_id"],
+            "topic_id": state["switch_topic_id"] if in_second_topic(state) else state["topic_id"],
+            "prompt_tokens": usage.get("prompt_tokens", 0), "completion_tokens": usage.get("completion_tokens", 0),
+            "prompt_versions": json.dumps(usage.get("prompt_versions", {}), sort_keys=True),
+            "backend": usage.get("backend"), "model": json.dumps(usage.get("models", {}), sort_keys=True)
+            if usage.get("models") else None,
+            "verifier_attempts": state.get("attempt", 0) + 1}
+    failures = list(state.get("failures", []))
+    cand = state.get("cand")
+    err = state.get("turn_error")
+    if err is not None or cand is None or state.get("answer") is None:
+        reason = (f"{err['step']}: {err['kind']}: {err['message']}" if err else
+                  f"no accepted question after {state.get('attempt', 0) + 1} attempts; last: {state.get('feedback')}")
+        rec = {**base, "status": "failed", "question": None, "question_original": None, "standalone_question": None,
+               "answer": None, "gold_doc_ids": [], "extra_positives": [], "answerability": None,
+               "failure_reason": reason}
+        failures.append({"sample_id": base["sample_id"], "conv_id": state["conv_id"], "turn": turn,
+                         "step": err["step"] if err else "verifier", "kind": err["kind"] if err else "rejected",
+                         "message": reason, "raw_output": (err or {}).get("raw_output")})
+    else:
+        gold = [] if cand["unanswerable"] else [cand["gold"]]
+        rec = {**base, "status": "ok", "question": cand.get("humanized", cand["question"]),
+               "question_original": cand["question"], "standalone_question": cand["standalone_question"],
+               "answer": state["answer"], "gold_doc_ids": gold, "extra_positives": state.get("extra", []),
+               "answerability": "UNANSWERABLE" if cand["unanswerable"] else "ANSWERABLE",
+               "failure_reason": None, "humanize_note": cand.get("humanize_note")}
+    turns = [*state.get("turns", []), rec]
+    nxt = turn + 1
+    return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "feedback": None, "cand": None,
+            "answer": None, "extra": [], "turn_usage": {}, "turn_error": None, "done": nxt > state["n_turns"]}

@@ -1,0 +1,95 @@
+"""The global uniqueness judge: does a retrieved non-gold passage also answer the question?
+
+The candidate's standalone question is searched in the whole corpus (top ``uniqueness_k``);
+each hit other than the gold passage is judged. Inputs: ``question`` (standalone),
+``answer`` (reference answer; empty for an unanswerable turn), ``candidate`` {doc_id, text}.
+Output: :class:`AlsoAnswersOut`.
+
+Graph-side policy (:func:`decide`): all judgements failed -> the turn fails; an unanswerable
+question that some passage answers is regenerated; with ``uniqueness_policy = regenerate``
+any other answering passage, and in any case more than ``max_extra_positives`` of them,
+send the question back to the questioner; otherwise they become extra positives.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from agents.steps import LLMStep
+from agents.synth.config import SynthConfig
+from agents.synth.state import ConvState, GraphContext, item_id, passage, usage_add
+from agents.synth.text import overlap
+
+
+class AlsoAnswersOut(BaseModel):
+    reason: str
+    answers: bool = Field(..., description="this passage alone also answers the question")
+
+
+class UniquenessJudge(LLMStep):
+    """Judges one retrieved passage (see module docstring)."""
+
+    name = "uniqueness"
+    kind = "judge"
+    prompt_version = "uniqueness-v1"
+    output_model = AlsoAnswersOut
+    expected_output_tokens = 80
+
+    def build_messages(self, x: dict) -> list[dict]:
+        return [{"role": "system", "content": "You are a strict relevance assessor. Reply with JSON only."},
+                {"role": "user", "content": (
+                    f"Question: {x['question']}\n\nReference answer: {x['answer']}\n\n"
+                    f"Passage:\n{x['candidate']['text']}\n\n"
+                    "Does this passage ALONE contain the information needed to answer the question (the core "
+                    'of the reference answer)? Reply as JSON: {"reason": "...", "answers": true|false}.')}]
+
+    def offline(self, x: dict) -> AlsoAnswersOut:
+        """The candidate answers when it holds the question's terms and most of the answer's content."""
+        cand = x["candidate"]["text"]
+        q = overlap(x["question"], cand)
+        a = overlap(x["answer"], cand) if x.get("answer") else 0.0
+        answers = q >= 0.6 and (a >= 0.7 if x.get("answer") else q >= 0.8)
+        return AlsoAnswersOut(reason=f"question-term coverage {q:.2f}, answer-content coverage {a:.2f}",
+                              answers=answers)
+
+
+def decide(cfg: SynthConfig, unanswerable: bool, answering: list[dict], failed: int, judged: int) -> dict:
+    """The state update after ``judged`` judgements (``failed`` of them failed) found the
+    other ``answering`` passages ([{doc_id, reason}]); see the module docstring."""
+    if failed == judged:
+        return {"turn_error": {"step": "uniqueness", "kind": "all_failed",
+                               "message": f"all {failed} uniqueness judgements failed", "raw_output": None}}
+    if unanswerable:
+        if answering:
+            return {"cand": None, "feedback": f"uniqueness: {len(answering)} passages answer this question, "
+                                              "so it is not unanswerable"}
+        return {"extra": []}
+    if cfg.uniqueness_policy == "regenerate" and answering or len(answering) > cfg.max_extra_positives:
+        return {"cand": None, "feedback": f"uniqueness: {len(answering)} other passages also answer; the question "
+                                          "is too ambiguous, ask something specific to one passage"}
+    return {"extra": answering}
+
+
+STEP = UniquenessJudge()
+
+
+async def node(ctx: GraphContext, state: ConvState) -> dict:
+    cand = state["cand"]
+    gold = cand["gold"]
+    hits = [c for c in ctx.search(cand["standalone_question"], ctx.cfg.uniqueness_k) if c != gold]
+    if not hits:
+        return {"extra": []}
+    xs = [{"question": cand["standalone_question"], "answer": "" if cand["unanswerable"] else state["answer"],
+           "candidate": passage(ctx, c)} for c in hits]
+    batch = await ctx.llm.map(STEP, xs, item_ids=[f"{item_id(state, 'u')}:{c}" for c in hits])
+    usage = dict(state.get("turn_usage") or {})
+    yes: list[dict] = []
+    failed = 0
+    for c, res in zip(hits, batch.items):
+        usage = usage_add({**state, "turn_usage": usage}, res)
+        if not res.ok:
+            failed += 1
+            continue
+        out: AlsoAnswersOut = res.output
+        if out.answers:
+            yes.append({"doc_id": c, "reason": out.reason})
+    return {"turn_usage": usage, **decide(ctx.cfg, cand["unanswerable"], yes, failed, len(hits))}
