@@ -64,10 +64,33 @@ def model_id(model: str | None = None) -> str:
     return model or DEFAULT_MODEL
 
 
+BATCH_SIZE = {"cpu": 64, "cuda": 256}
+
+
+def resolve_device(device: str | None = "auto") -> str:
+    """``auto`` -> ``cuda`` when torch sees a CUDA device, else ``cpu``; other values as given."""
+    if device in (None, "", "auto"):
+        try:
+            import torch
+            return "cuda" if torch.cuda.is_available() else "cpu"
+        except ImportError:  # pragma: no cover - torch is a dependency
+            return "cpu"
+    if device.startswith("cuda"):
+        import torch
+        if not torch.cuda.is_available():
+            raise EmbeddingError(f"embed.device is {device!r} but torch sees no CUDA device (CPU torch wheel?)")
+    return device
+
+
+def batch_size_for(device: str, batch_size: int | None = None) -> int:
+    """An explicit batch size, else the device's default (64 on CPU, 256 on CUDA)."""
+    return int(batch_size or BATCH_SIZE.get(device.split(":")[0], 64))
+
+
 def encode(texts: Sequence[str], model: str | None = None, batch_size: int = 64,
-           progress: Callable[[int], None] | None = None) -> np.ndarray:
+           progress: Callable[[int], None] | None = None, device: str = "cpu") -> np.ndarray:
     """Normalised float32 embeddings of ``texts`` (no cache)."""
-    enc = load_encoder(model)
+    enc = load_encoder(model, device=device)
     dim = enc.get_embedding_dimension()
     if not texts:
         return np.zeros((0, dim), dtype=np.float32)
@@ -116,9 +139,10 @@ class EmbeddingCache:
                 found[hs[i]] = arr[row]
         return found
 
-    def add(self, mid: str, hashes: Sequence[str], vectors: np.ndarray) -> None:
+    def add(self, mid: str, hashes: Sequence[str], vectors: np.ndarray) -> Path | None:
+        """Write one immutable part (temp + rename); returns its path."""
         if len(hashes) == 0:
-            return
+            return None
         import uuid
         safe = mid.replace("/", "__")
         folder = self.dir / safe
@@ -131,12 +155,37 @@ class EmbeddingCache:
         tmp = folder / f".{name}.tmp"
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, folder / name)
+        return folder / name
+
+    def compact(self, mid: str, parts: Sequence[Path]) -> None:
+        """Merge ``parts`` (written by one embed call) into one part. The merged part is in
+        place before the originals go, so a kill midway leaves duplicates, never a gap
+        (lookups take the first vector found for a hash; duplicates are equal)."""
+        parts = [p for p in parts if p is not None and Path(p).exists()]
+        if len(parts) < 2:
+            return
+        merged = pa.concat_tables([pq.read_table(p) for p in parts])
+        folder = self.dir / mid.replace("/", "__")
+        import uuid
+        name = f"part-{uuid.uuid4().hex}.parquet"
+        tmp = folder / f".{name}.tmp"
+        pq.write_table(merged, tmp, compression="zstd")
+        os.replace(tmp, folder / name)
+        for p in parts:
+            Path(p).unlink(missing_ok=True)
 
 
 def embed_with_cache(texts: Sequence[str], hashes: Sequence[str], cache: EmbeddingCache | None,
                      model: str | None = None, batch_size: int = 64,
-                     progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, int]:
-    """Embed texts, reusing cached vectors. Returns (vectors in input order, n newly encoded)."""
+                     progress: Callable[[int], None] | None = None, device: str = "cpu",
+                     commit_every: int | None = None) -> tuple[np.ndarray, int]:
+    """Embed texts, reusing cached vectors. Returns (vectors in input order, n newly encoded).
+
+    New vectors are committed to the cache every ``commit_every`` texts (default
+    ``8 * batch_size``, the encoder's block), one Parquet part each, so a killed call loses
+    at most the block in progress and a rerun encodes only what is missing. The parts of
+    one call are merged into one at the end.
+    """
     if len(texts) != len(hashes):
         raise ValueError("texts and hashes differ in length")
     mid = model_id(model)
@@ -152,10 +201,17 @@ def embed_with_cache(texts: Sequence[str], hashes: Sequence[str], cache: Embeddi
     if progress and found:
         progress(len(texts) - len(missing_texts))
     if missing_texts:
-        new = encode(missing_texts, model=model, batch_size=batch_size, progress=progress)
+        step = max(1, commit_every or batch_size * 8)
+        parts: list[Path | None] = []
+        for start in range(0, len(missing_texts), step):
+            hs = missing_hashes[start:start + step]
+            new = encode(missing_texts[start:start + step], model=model, batch_size=batch_size, progress=progress,
+                         device=device)
+            if cache:
+                parts.append(cache.add(mid, hs, new))
+            found.update(zip(hs, new))
         if cache:
-            cache.add(mid, missing_hashes, new)
-        found.update(zip(missing_hashes, new))
+            cache.compact(mid, parts)
     if not texts:
         dim = load_encoder(model).get_embedding_dimension()
         return np.zeros((0, dim), dtype=np.float32), 0

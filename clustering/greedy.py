@@ -19,6 +19,7 @@ Defects of the reference that are fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -32,6 +33,10 @@ class ClusterConfig(BaseModel):
     max_size: int | None = Field(None, ge=2, description="no cluster grows beyond this (default 2C)")
     seed: int = 0
     max_block_mb: int = Field(256, ge=1, description="memory bound of one kNN score block")
+    exact_max: int = Field(20000, ge=1, description="exact kNN up to this many chunks, FAISS IVF above")
+    nlist: int | None = Field(None, ge=1, description="IVF cells (default sqrt(nprobe * N))")
+    nprobe: int = Field(8, ge=1, description="IVF cells searched per query cell")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: FAISS GPU exact kNN when a GPU is visible")
 
     @model_validator(mode="after")
     def _check(self):

@@ -7,9 +7,9 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-from clustering.embed import EmbeddingCache, embed_with_cache, encode, model_id
+from clustering.embed import EmbeddingCache, batch_size_for, embed_with_cache, encode, model_id, resolve_device
 from clustering.greedy import greedy_clusters
-from clustering.knn import knn
+from clustering.knn import KnnGraph, build_knn, load_knn, save_knn
 from clustering.topics import cluster_topics, fit_topics
 from storage.schemas import CHUNK_TOPICS, CLUSTERS, TOPICS, embeddings_schema
 from storage.store import RunStore
@@ -30,8 +30,10 @@ def embed(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, A
     cache = EmbeddingCache(default_cache_dir(store, cfg))
     total = len(texts)
     cb = (lambda n: progress("embed", n, total)) if progress else None
-    vecs, n_new = embed_with_cache(texts, hashes, cache, model=cfg.embed.model, batch_size=cfg.embed.batch_size,
-                                   progress=cb)
+    device = resolve_device(getattr(cfg.embed, "device", "auto"))
+    vecs, n_new = embed_with_cache(texts, hashes, cache, model=cfg.embed.model,
+                                   batch_size=batch_size_for(device, cfg.embed.batch_size), progress=cb,
+                                   device=device)
     dim = int(vecs.shape[1])
     mid = model_id(cfg.embed.model)
     table = pa.table({
@@ -41,7 +43,8 @@ def embed(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, A
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
     })
     store.write_table("embeddings", table, embeddings_schema(dim))
-    return {"chunks": total, "newly_embedded": n_new, "from_cache": total - n_new, "dim": dim, "model": mid}
+    return {"chunks": total, "newly_embedded": n_new, "from_cache": total - n_new, "dim": dim, "model": mid,
+            "device": device}
 
 
 def embed_plan(store: RunStore, cfg, batch_chunks: int) -> list[dict[str, list[str]]]:
@@ -69,7 +72,9 @@ def embed_plan(store: RunStore, cfg, batch_chunks: int) -> list[dict[str, list[s
 
 def embed_batch(texts: list[str], cfg) -> np.ndarray:
     """Vectors of one batch (any process: loads the encoder once per process)."""
-    return encode(texts, model=cfg.embed.model, batch_size=cfg.embed.batch_size)
+    device = resolve_device(getattr(cfg.embed, "device", "auto"))
+    return encode(texts, model=cfg.embed.model, batch_size=batch_size_for(device, cfg.embed.batch_size),
+                  device=device)
 
 
 def embed_store_batch(store: RunStore, cfg, hashes: list[str], vectors: np.ndarray) -> None:
@@ -80,12 +85,53 @@ def embed_store_batch(store: RunStore, cfg, hashes: list[str], vectors: np.ndarr
 def read_embeddings(store: RunStore) -> tuple[list[str], np.ndarray]:
     t = store.read_table("embeddings", columns=["chunk_id", "vector"])
     ids = t.column("chunk_id").to_pylist()
-    col = t.column("vector").combine_chunks()
     if len(ids) == 0:
         return ids, np.zeros((0, 0), dtype=np.float32)
-    dim = len(col[0])
-    vecs = np.asarray(col.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(ids), dim)
-    return ids, vecs
+    return ids, vectors_of(t.column("vector"))
+
+
+def vectors_of(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """[N, dim] float32 view of a fixed-size-list column: zero-copy for a single chunk
+    without nulls (the values buffer itself), one copy when the column has several chunks."""
+    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
+    chunks = [ch for ch in chunks if len(ch)]
+    if not chunks:
+        return np.zeros((0, 0), dtype=np.float32)
+    dim = chunks[0].type.list_size
+
+    def view(ch: pa.FixedSizeListArray) -> np.ndarray:
+        if ch.null_count:
+            raise ValueError("embeddings table has null vectors; re-run `mtr embed`")
+        vals = ch.values.slice(ch.offset * dim, len(ch) * dim)
+        arr = vals.to_numpy(zero_copy_only=vals.type == pa.float32() and vals.null_count == 0)
+        return arr.astype(np.float32, copy=False).reshape(len(ch), dim)
+
+    if len(chunks) == 1:
+        return view(chunks[0])
+    out = np.empty((sum(len(ch) for ch in chunks), dim), dtype=np.float32)
+    r = 0
+    for ch in chunks:
+        out[r:r + len(ch)] = view(ch)
+        r += len(ch)
+    return out
+
+
+def knn_graph(store: RunStore, vecs: np.ndarray, c, progress: Progress | None = None) -> KnnGraph:
+    """The kNN graph of the run's embeddings: reloaded (memory-mapped) from
+    ``<run>/cache/knn`` when it was built from the same embeddings with the same kNN
+    settings, else built (exact / FAISS IVF / FAISS GPU, see ``clustering.knn``) and saved."""
+    n = len(vecs)
+    directory = store.local_dir("cache", "knn")
+    key = {"embeddings_sha256": store.table_stats("embeddings")["sha256"], "n": n, "k": c.k,
+           "exact_max": c.exact_max, "nlist": c.nlist, "nprobe": c.nprobe, "seed": c.seed, "device": c.device}
+    graph = load_knn(directory, key)
+    if graph is not None:
+        return graph
+    cb = (lambda k: progress("knn", k, n)) if progress else None
+    graph = build_knn(vecs, k=c.k, exact_max=c.exact_max, nlist=c.nlist, nprobe=c.nprobe, seed=c.seed,
+                      device=c.device, max_block_bytes=c.max_block_mb * 1024 * 1024, progress=cb)
+    save_knn(directory, graph, key)
+    return graph
 
 
 def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, Any]:
@@ -99,9 +145,9 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
         raise ValueError(f"{len(missing)} embedded chunks are not in the chunks table (e.g. {missing[0]}); "
                          "re-run `mtr embed` for this run")
     c = cfg.cluster
-    cb = (lambda k: progress("knn", k, n)) if progress else None
-    nbr, _ = knn(vecs, k=c.k, max_block_bytes=c.max_block_mb * 1024 * 1024, progress=cb)
-    res = greedy_clusters(nbr, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed, vectors=vecs)
+    graph = knn_graph(store, vecs, c, progress)
+    res = greedy_clusters(graph.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
+                          vectors=vecs)
     texts = [texts_by_id[i] for i in ids]
     topics = fit_topics(vecs, texts, cfg.topics)
     ctopics = cluster_topics(res.clusters, topics, vecs)
@@ -130,5 +176,6 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
               "size_mean": round(float(sizes.mean()), 2) if n else 0.0,
               "short_clusters": len(res.short_clusters), "moved_by_repair": res.moved,
               "rewalked": res.rewalked, "topics": len([t for t in tids if t >= 0]),
-              "noise_chunks": int(topics.sizes.get(-1, 0))}
+              "noise_chunks": int(topics.sizes.get(-1, 0)),
+              "knn_method": graph.method, "knn_reused": graph.loaded}
     return report
