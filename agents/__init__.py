@@ -11,7 +11,8 @@ through it. One concern per module:
 * ``budget``      — token / money caps
 * ``dryrun``      — offline estimate of calls, tokens and cost
 * ``results``     — :class:`StepResult`, :class:`LLMFailure`, :class:`BatchResult`
-* ``fake_server`` — scriptable fake OpenAI-compatible server (tests, ``mtr fake-llm``)
+* ``synth``       — the synthesis agents and their conversation graph (one module per agent)
+* ``testing``     — test doubles: the scriptable fake OpenAI-compatible server (tests, ``mtr fake-llm``)
 
 See ``agents/README.md``.
 """

@@ -48,7 +48,7 @@ STEP = LLMStep(name="bench", prompt_version="bench-v1", output_model=Answer,
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen([sys.executable, "-m", "agents.fake_server", "--port", "0", "--latency", str(latency)],
+    p = subprocess.Popen([sys.executable, "-m", "agents.testing.fake_server", "--port", "0", "--latency", str(latency)],
                          cwd=Path(__file__).resolve().parents[1], stdout=subprocess.PIPE, text=True)
     line = p.stdout.readline()
     if " on " not in line:

@@ -68,7 +68,7 @@ def main() -> None:
     ap.add_argument("--turns", type=int, default=4)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32, 64])
     args = ap.parse_args()
-    from agents.synth.fake_roles import RoleScriptedServer, fake_llm_config
+    from agents.testing.fake_roles import RoleScriptedServer, fake_llm_config
     from agents.config import LLMConfig
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)

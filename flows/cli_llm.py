@@ -8,7 +8,7 @@ run's LLM accounting.
       fake: {base_url: "http://127.0.0.1:8089/v1", model: fake-model}
 
 It answers JSON-schema requests with an object built from the schema, honours logprobs,
-and reports usage; see ``agents/fake_server.py`` for the scripting API used by the tests.
+and reports usage; see ``agents/testing/fake_server.py`` for the scripting API used by the tests.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         logprobs: str = typer.Option("honour", help="honour | reject (HTTP 400) | ignore logprob requests."),
     ) -> None:
         """Run a fake OpenAI-compatible LLM server until Ctrl-C (no endpoint or key needed)."""
-        from agents.fake_server import serve
+        from agents.testing.fake_server import serve
         for name, value in (("--json-schema", json_schema), ("--logprobs", logprobs)):
             if value not in ("honour", "reject", "ignore"):
                 raise UserError(f"{name} must be honour, reject or ignore (got {value!r})")

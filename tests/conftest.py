@@ -9,6 +9,17 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest
 
 
+@pytest.fixture
+def fake_llm():
+    """A started fake OpenAI-compatible server on 127.0.0.1
+    (:class:`agents.testing.fake_server.FakeLLMServer`), stopped after the test."""
+    from agents.testing.fake_server import FakeLLMServer
+    srv = FakeLLMServer()
+    srv.start()
+    yield srv
+    srv.stop()
+
+
 @pytest.fixture(scope="session")
 def shared_emb_cache(tmp_path_factory):
     """One embedding cache for the session: the example corpus is embedded once, not per test."""

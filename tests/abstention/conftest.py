@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import CacheConfig, EndpointConfig, LLMConfig, RetryConfig
-from agents.fake_server import FakeLLMServer
+from agents.testing.fake_server import FakeLLMServer
 from storage.benchmark import Benchmark, load_benchmark
 from tests.abstention.helpers import MTRAG, ModelRoutedServer
 

@@ -9,7 +9,7 @@ import re
 import threading
 from pathlib import Path
 
-from agents.fake_server import FakeLLMServer, Reply
+from agents.testing.fake_server import FakeLLMServer, Reply
 from storage.benchmark import Benchmark
 
 MTRAG = Path(__file__).resolve().parents[1] / "data" / "mtrag"

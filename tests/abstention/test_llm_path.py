@@ -9,7 +9,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from agents.fake_server import FakeLLMServer
+from agents.testing.fake_server import FakeLLMServer
 from evaluation.abstention import AbstentionConfig, AbstentionError, run_abstention
 
 from tests.abstention.helpers import (ModelRoutedServer, judge_label, last_question, probe_p, prompt_text,

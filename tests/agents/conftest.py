@@ -1,25 +1,17 @@
-"""Fixtures for the LLM layer: a real fake OpenAI-compatible server on 127.0.0.1 and
-configs with millisecond backoffs so the whole suite stays fast."""
+"""Fixtures for the LLM layer: configs pointing at the fake OpenAI-compatible server (the
+``fake_llm`` fixture of ``tests/conftest.py``) with millisecond backoffs so the whole suite
+stays fast, and a small structured step."""
 from __future__ import annotations
 
 import pytest
 from pydantic import BaseModel
 
 from agents.config import EndpointConfig, LLMConfig, ModelPrice, RetryConfig
-from agents.fake_server import FakeLLMServer
+from agents.testing.fake_server import FakeLLMServer
 from agents.steps import LLMStep
 
 SECRET = "sk-test-SECRETKEY-0123456789abcdefXYZ"
 KEY_ENV = "MTR_TEST_LLM_KEY"
-
-
-@pytest.fixture
-def fake_llm():
-    """A started :class:`FakeLLMServer` (stopped after the test)."""
-    srv = FakeLLMServer()
-    srv.start()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 from agents.accounting import read_calls
 from agents.errors import BudgetExceeded, LLMConfigError
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from agents.session import LLMSession
 from storage.store import RunStore
 

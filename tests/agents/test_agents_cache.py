@@ -8,7 +8,7 @@ import os
 
 from agents.cache import CallCache, cache_key
 from agents.session import LLMSession
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 
 BASE = dict(model="m", sampling={"temperature": 0.8}, messages=[{"role": "user", "content": "hi"}],
             schema={"type": "object"}, prompt_version="v1")

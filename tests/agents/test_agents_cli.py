@@ -12,7 +12,7 @@ from pathlib import Path
 import openai
 from typer.testing import CliRunner
 
-from agents.fake_server import value_from_schema
+from agents.testing.fake_server import value_from_schema
 from agents.session import run_batch
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from agents.errors import LLMCallFailed, LLMFatalError, LogprobsUnsupported
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from agents.session import LLMSession
 from agents.accounting import read_calls
 from storage.store import RunStore
@@ -180,7 +180,7 @@ def test_text_mode_endpoint_and_free_text_steps(fake_llm, make_config, qa_step):
 
 
 def test_connection_refused_is_retried_then_fails(make_config, qa_step):
-    from agents.fake_server import FakeLLMServer
+    from agents.testing.fake_server import FakeLLMServer
     srv = FakeLLMServer().start()
     srv.stop()   # nothing listens on that port any more
     res = run1(make_config(srv, retry={"max_attempts": 2}), qa_step(), "q")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from agents.session import LLMSession
 
 

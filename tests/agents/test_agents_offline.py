@@ -88,7 +88,7 @@ def test_step_definition_checks():
 
 
 def test_custom_parser_and_result_row(fake_llm, make_config):
-    from agents.fake_server import Reply
+    from agents.testing.fake_server import Reply
     fake_llm.script(Reply.text("YES because it says so"))
     step = LLMStep(name="yn", kind="judge", output_model=Verdict,
                    build_messages=lambda x: [{"role": "user", "content": x}],

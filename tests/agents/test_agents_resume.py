@@ -13,7 +13,7 @@ from pathlib import Path
 
 from agents.accounting import read_calls
 from agents.cache import CallCache
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from storage.store import RunStore
 
 ROOT = Path(__file__).resolve().parents[2]

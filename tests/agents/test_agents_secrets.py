@@ -10,7 +10,7 @@ import pytest
 
 from agents.config import EndpointConfig, LLMConfig
 from agents.errors import LLMFatalError
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from agents.secrets import scrub
 from agents.session import LLMSession
 

@@ -1,5 +1,6 @@
-"""Fixtures for the audit tests: the fake OpenAI-compatible server (as in
-``tests/agents/conftest.py``), LLM configs pointing at it, and small synthetic benchmarks."""
+"""Fixtures for the audit tests: a second fake OpenAI-compatible server (the first,
+``fake_llm``, is in ``tests/conftest.py``), LLM configs pointing at them, and small
+synthetic benchmarks."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import EndpointConfig, LLMConfig, RetryConfig
-from agents.fake_server import FakeLLMServer
+from agents.testing.fake_server import FakeLLMServer
 from storage.benchmark import Benchmark, BenchTurn
 from storage.records import Document
 
@@ -16,15 +17,6 @@ MTRAG = ROOT / "tests" / "data" / "mtrag"
 
 TOPICS = ["volcano", "glacier", "orchid", "falcon", "copper", "violin", "tundra", "saffron", "comet", "harbor",
           "quartz", "cactus", "lantern", "meadow", "walrus", "bamboo", "nebula", "canyon", "pepper", "mosaic"]
-
-
-@pytest.fixture
-def fake_llm():
-    """A started :class:`FakeLLMServer` (stopped after the test)."""
-    srv = FakeLLMServer()
-    srv.start()
-    yield srv
-    srv.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import statistics
 
 import pytest
 
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from evaluation.audit import AuditConfig, JudgeConfigError, JudgeSpec, resolve_judges, run_audit
 from tests.audit.conftest import llm_config, synthetic_benchmark
 

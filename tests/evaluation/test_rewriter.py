@@ -5,9 +5,9 @@ import pytest
 from typer.testing import CliRunner
 
 from agents.config import LLMConfig
-from agents.fake_server import FakeLLMServer
+from agents.testing.fake_server import FakeLLMServer
 from agents.rewrite import QueryRewriter
-from agents.synth.fake_roles import fake_llm_config
+from agents.testing.fake_roles import fake_llm_config
 from evaluation.benchmark_eval import build_mode_queries
 from flows.cli import app
 from storage.benchmark import load_beir

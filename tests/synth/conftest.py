@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.synth.fake_roles import RoleScriptedServer
+from agents.testing.fake_roles import RoleScriptedServer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

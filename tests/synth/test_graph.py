@@ -4,13 +4,13 @@ import asyncio
 import json
 
 from agents.config import LLMConfig
-from agents.fake_server import Reply
+from agents.testing.fake_server import Reply
 from agents.session import LLMSession
 from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
 from agents.synth.run import ConvPlan, assemble
 from storage.store import RunStore
-from agents.synth.fake_roles import fake_llm_config
+from agents.testing.fake_roles import fake_llm_config
 
 BERLIN = ("The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "
           "It was built by the German Democratic Republic. Its fall in November 1989 was a pivotal event.")

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from agents.accounting import read_calls
 from agents.config import BudgetConfig, LLMConfig
 from agents.synth.config import SynthConfig
-from agents.synth.fake_roles import RoleScriptedServer, fake_llm_config
+from agents.testing.fake_roles import RoleScriptedServer, fake_llm_config
 from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
 from agents.synth import text as T
 from storage.benchmark import load_ours

@@ -1,7 +1,7 @@
 """A scriptable fake OpenAI-compatible server (real sockets, stdlib ``http.server``).
 
-Used by the tests (``tests/agents/conftest.py``), the benchmark and ``mtr fake-llm``, so
-every LLM path can be tried without an endpoint. It serves ``POST /v1/chat/completions``
+Used by the tests (the ``fake_llm`` fixture of ``tests/conftest.py``), the benchmarks and
+``mtr fake-llm``, so every LLM path can be tried without an endpoint. It serves ``POST /v1/chat/completions``
 and ``GET /v1/models`` on 127.0.0.1.
 
 Unscripted requests get an automatic answer: with ``response_format`` ``json_schema`` (or a
@@ -22,7 +22,9 @@ Server-wide behaviour: ``latency`` (seconds added to every request), ``json_sche
 (``honour`` | ``reject`` with HTTP 400 | ``ignore``), ``logprobs`` (``honour`` | ``reject`` |
 ``ignore``), ``api_key`` (when set, other keys get a 401 that echoes the key sent, as some
 servers do). ``requests`` records each request (body, headers); ``max_in_flight`` is the
-highest number of requests being handled at once.
+highest number of requests being handled at once. :func:`schema_name` tells which output
+schema a request asks for (subclasses answer per schema, e.g.
+:class:`agents.testing.fake_roles.RoleScriptedServer`).
 """
 from __future__ import annotations
 
@@ -140,6 +142,35 @@ def value_from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None
     if t == "null":
         return None
     return f"fake {name} {seed}".strip()
+
+
+def schema_in_prompt(prompt_text: str) -> Any:
+    """The JSON schema a client in text mode embedded in the prompt (the last one), or None."""
+    m = None
+    for m in _SCHEMA_MARK.finditer(prompt_text):
+        pass
+    if m is None:
+        return None
+    try:
+        schema, _ = json.JSONDecoder().raw_decode(prompt_text, m.end())
+    except ValueError:
+        return None
+    return schema
+
+
+def schema_name(body: dict[str, Any], prompt_text: str) -> str | None:
+    """The name of the output schema a request asks for: the ``response_format`` json_schema
+    ``name``, else the ``title`` of a schema embedded in the prompt (text / json_object mode);
+    None for a request without a schema."""
+    rf = body.get("response_format") or {}
+    if rf.get("type") == "json_schema":
+        name = (rf.get("json_schema") or {}).get("name")
+        if name:
+            return str(name)
+    schema = schema_in_prompt(prompt_text)
+    if isinstance(schema, dict) and schema.get("title"):
+        return str(schema["title"])
+    return None
 
 
 class FakeLLMServer:
@@ -296,14 +327,7 @@ class FakeLLMServer:
         if rf.get("type") == "json_schema" and self.json_schema == "honour":
             schema = (rf.get("json_schema") or {}).get("schema") or {}
         else:
-            m = None
-            for m in _SCHEMA_MARK.finditer(prompt_text):
-                pass
-            if m is not None:
-                try:
-                    schema, _ = json.JSONDecoder().raw_decode(prompt_text, m.end())
-                except ValueError:
-                    schema = None
+            schema = schema_in_prompt(prompt_text)
             if schema is not None:   # a server without structured outputs: chatty JSON
                 return "Sure! Here is the JSON:\n```json\n" + json.dumps(value_from_schema(schema, seed=seed)) + "\n```"
         if schema is not None:
@@ -405,7 +429,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m agents.fake_server [--host H] [--port P] [--latency S]`` (until Ctrl-C)."""
+    """``python -m agents.testing.fake_server [--host H] [--port P] [--latency S]`` (until Ctrl-C)."""
     ap = argparse.ArgumentParser(description="Fake OpenAI-compatible server for MTR-Suite")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8089)

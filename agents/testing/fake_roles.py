@@ -1,10 +1,13 @@
 """A fake OpenAI-compatible server that answers each synthesis role plausibly.
 
-Built on :class:`agents.fake_server.FakeLLMServer` (real sockets); it recognises the role
-from the system prompt and answers from the prompt's own content, deterministically, so the
-whole LLM path of the synthesis graph (structured outputs, cache, accounting, budgets,
-resume) can be tested and benchmarked without an endpoint. Scripted replies
-(``server.on(...)`` / ``server.script(...)``) still take precedence.
+Built on :class:`agents.testing.fake_server.FakeLLMServer` (real sockets). It picks the role
+by the name of the response schema the request asks for (``response_format`` json_schema
+``name``, or the title of the schema a text-mode client puts in the prompt: the step's
+output model, e.g. ``QuestionOut``); a request without a schema falls back to the system
+prompt's wording. It answers from the prompt's own content, deterministically, so the whole
+LLM path of the synthesis graph (structured outputs, cache, accounting, budgets, resume) can
+be tested and benchmarked without an endpoint. Scripted replies (``server.on(...)`` /
+``server.script(...)``) still take precedence.
 """
 from __future__ import annotations
 
@@ -13,11 +16,39 @@ import json
 import re
 from typing import Any
 
-from agents.fake_server import FakeLLMServer
+from agents.synth.answerer import Answerer
+from agents.synth.humanizer import Humanizer
+from agents.synth.questioner import Questioner
+from agents.synth.uniqueness import UniquenessJudge
+from agents.synth.verifier import Verifier
+from agents.testing.fake_server import FakeLLMServer, schema_name
+
+# output schema name -> role (the session names the response schema after the step's output model)
+ROLE_BY_SCHEMA = {step.output_model.__name__: step.name
+                  for step in (Questioner, Answerer, Verifier, UniquenessJudge, Humanizer)}
+
+# fallback for requests without a schema: a phrase of each role's system prompt
+ROLE_BY_SYSTEM_PROMPT = {
+    "write questions for a conversational search benchmark": Questioner.name,
+    "helpful, thorough assistant": Answerer.name,
+    "data-quality reviewer": Verifier.name,
+    "relevance assessor": UniquenessJudge.name,
+    "rewrite questions the way real users type": Humanizer.name,
+}
 
 
 def _sents(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
+
+
+def role_of(body: dict[str, Any], prompt_text: str) -> str | None:
+    """The synthesis role a request is for (see module docstring), or None."""
+    name = schema_name(body, prompt_text)
+    if name is not None:
+        return ROLE_BY_SCHEMA.get(name)
+    msgs = body.get("messages", [])
+    system = next((m.get("content", "") for m in msgs if m.get("role") == "system"), "")
+    return next((role for phrase, role in ROLE_BY_SYSTEM_PROMPT.items() if phrase in system), None)
 
 
 class RoleScriptedServer(FakeLLMServer):
@@ -28,10 +59,10 @@ class RoleScriptedServer(FakeLLMServer):
 
     def _auto_content(self, body: dict[str, Any], prompt_text: str) -> str:
         msgs = body.get("messages", [])
-        system = next((m.get("content", "") for m in msgs if m.get("role") == "system"), "")
         user = next((m.get("content", "") for m in reversed(msgs) if m.get("role") == "user"), "")
         h = int(hashlib.sha256(prompt_text.encode()).hexdigest()[:8], 16)
-        if "write questions for a conversational search benchmark" in system:
+        role = role_of(body, prompt_text)
+        if role == Questioner.name:
             passages = re.findall(r"^\[(\d+)\] (.*)$", user, flags=re.M)
             if "NONE of the passages" in user:
                 return json.dumps({"doc_index": 0, "question": "Who will chair the committee in 2090?",
@@ -40,16 +71,16 @@ class RoleScriptedServer(FakeLLMServer):
             words = passages[idx - 1][1].split()[:6] if passages else ["this"]
             q = f"What is said about {' '.join(w.strip('.,;:()') for w in words)}?"
             return json.dumps({"doc_index": idx, "question": q, "standalone_question": q})
-        if "helpful, thorough assistant" in system:
+        if role == Answerer.name:
             doc = user.split("Document:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
             return json.dumps({"answer": " ".join(_sents(doc)[:2]) or doc[:200]})
-        if "data-quality reviewer" in system:
+        if role == Verifier.name:
             ok = self.verifier_accepts
             return json.dumps({"reason": "supported" if ok else "not supported by the passage",
                                "answerable": ok, "faithful": ok, "novel": True})
-        if "relevance assessor" in system:
+        if role == UniquenessJudge.name:
             return json.dumps({"reason": "scripted", "answers": self.uniqueness_answers})
-        if "rewrite questions the way real users type" in system:
+        if role == Humanizer.name:
             last = user.split("Last user question: ", 1)[-1].split("\n", 1)[0]
             return json.dumps({"text": last.lower().replace("what is said about", "whats up with")})
         return super()._auto_content(body, prompt_text)
