@@ -45,9 +45,10 @@ def test_mtr_llm_calls_prints_totals(fake_llm, make_config, qa_step, tmp_path):
     assert res.exit_code != 0
 
 
-def test_schema_instances_validate():
-    from pydantic import BaseModel
+def test_schema_instances_are_deterministic_and_valid():
     from typing import Literal, Optional
+
+    from pydantic import BaseModel, Field
 
     class Inner(BaseModel):
         tags: list[str]
@@ -57,6 +58,14 @@ def test_schema_instances_validate():
         kind: Literal["a", "b"]
         inner: Inner
         maybe: Optional[int] = None
+        count: int = Field(..., ge=3)
+        ok: bool
         items: list[Inner]
 
-    Outer.model_validate(value_from_schema(Outer.model_json_schema()))
+    # enum -> first member, default kept, integer -> its minimum, number -> 0.5, bool -> true,
+    # string -> "fake <field name> <seed>", arrays -> one item, $ref followed
+    inner = {"tags": ["fake tags s1"], "score": 0.5}
+    value = value_from_schema(Outer.model_json_schema(), seed="s1")
+    assert value == {"kind": "a", "inner": inner, "maybe": None, "count": 3, "ok": True, "items": [inner]}
+    assert Outer.model_validate(value).count == 3
+    assert value_from_schema(Inner.model_json_schema()) == {"tags": ["fake tags"], "score": 0.5}
