@@ -12,7 +12,6 @@ from common.text import synthesis_stopwords
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*", re.UNICODE)
 COPULA = r"(is|was|are|were)"
-PRONOUN_FOR = {"is": "it", "was": "it", "are": "they", "were": "they"}
 
 
 def stopwords() -> frozenset[str]:
