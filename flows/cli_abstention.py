@@ -23,20 +23,11 @@ def build_config(config: Optional[Path], overrides: dict):
     """:class:`AbstentionConfig` from an optional file plus command-line overrides."""
     from pydantic import ValidationError
 
+    from common.configfile import read_config_file
     from evaluation.abstention.config import AbstentionConfig
     base: dict = {}
     if config is not None:
-        if not config.is_file():
-            raise UserError(f"config file {config} does not exist")
-        import yaml
-        try:
-            base = yaml.safe_load(config.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise UserError(f"cannot read {config}: {exc}") from None
-        if isinstance(base, dict) and set(base) == {"abstention"}:
-            base = base["abstention"]
-        if not isinstance(base, dict):
-            raise UserError(f"{config} must hold a mapping of abstention settings")
+        base = read_config_file(config, what="abstention config", section="abstention")
     data = {**base, **{k: v for k, v in overrides.items() if v not in (None, [], ())}}
     try:
         return AbstentionConfig.model_validate(data)

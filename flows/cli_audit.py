@@ -55,19 +55,14 @@ def benchmark_specs(paths: list[Path], formats: list[str], domains: list[str],
 
 
 def audit_config(config_file: Path | None, overrides: dict[str, Any]):
-    """``AuditConfig`` from an optional YAML file plus the options given on the command line."""
-    import yaml
+    """``AuditConfig`` from an optional YAML/TOML file plus the options given on the command line."""
     from pydantic import ValidationError
 
+    from common.configfile import read_config_file
     from evaluation.audit import AuditConfig
     data: dict[str, Any] = {}
     if config_file is not None:
-        try:
-            data = yaml.safe_load(config_file.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise UserError(f"cannot read audit config {config_file}: {exc}") from None
-        if isinstance(data, dict) and set(data) == {"audit"}:
-            data = data["audit"]
+        data = read_config_file(config_file, what="audit config", section="audit")
     data.update({k: v for k, v in overrides.items() if v is not None})
     try:
         return AuditConfig.model_validate(data)

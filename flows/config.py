@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,8 +18,9 @@ from clustering.topics import TopicConfig
 from corpus.chunk import ChunkConfig
 from corpus.clean import CleanConfig
 from corpus.dedup import DedupConfig
-from corpus.load import LoadConfig
+from common.configfile import read_config_file
 from common.errors import UserError
+from corpus.load import LoadConfig
 
 
 class EmbedConfig(BaseModel):
@@ -75,26 +75,6 @@ class MTRConfig(BaseModel):
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _read(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise UserError(f"config file {path} does not exist")
-    text = path.read_text(encoding="utf-8")
-    try:
-        if path.suffix.lower() == ".toml":
-            return tomllib.loads(text)
-        if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
-            data = yaml.safe_load(text) or {}
-            if not isinstance(data, dict):
-                raise UserError(f"config file {path} must contain a mapping at the top level")
-            return data
-    except (tomllib.TOMLDecodeError, Exception) as exc:  # yaml.YAMLError and friends
-        if isinstance(exc, UserError):
-            raise
-        raise UserError(f"config file {path} could not be parsed: {exc}") from exc
-    raise UserError(f"config file {path} must end in .toml, .yaml or .yml")
-
-
 def _set(d: dict, dotted: str, value: Any) -> None:
     keys = dotted.split(".")
     for k in keys[:-1]:
@@ -104,7 +84,7 @@ def _set(d: dict, dotted: str, value: Any) -> None:
 
 def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> MTRConfig:
     """Config from a file (optional) plus dotted overrides such as ``{"chunk.max_size": 512}``."""
-    data: dict[str, Any] = _read(Path(path)) if path else {}
+    data: dict[str, Any] = read_config_file(path) if path else {}
     for key, value in (overrides or {}).items():
         if value is not None:
             _set(data, key, value)

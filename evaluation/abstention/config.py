@@ -131,13 +131,10 @@ class AbstentionConfig(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> "AbstentionConfig":
-        """Load YAML/JSON (an ``abstention:`` top-level key is accepted)."""
-        import yaml
-        p = Path(path)
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        if isinstance(data, dict) and set(data) == {"abstention"}:
-            data = data["abstention"]
-        return cls.model_validate(data)
+        """Load YAML/JSON/TOML (an ``abstention:`` top-level key is accepted)."""
+        from common.configfile import read_config_file
+        return cls.model_validate(read_config_file(path, what="abstention config", section="abstention",
+                                                   error=AbstentionError))
 
 
 def is_offline_judge(name: str) -> bool:
