@@ -5,7 +5,6 @@ the work, the flow publishes the Markdown summary as an artifact. Flows need no 
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 
 from prefect import flow, task
@@ -13,10 +12,7 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from evaluation.abstention.config import AbstentionConfig
-
-
-def _slug(s: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in s.lower()).strip("-")[:60] or "run"
+from flows.prefect_env import prefect_run_settings, slug
 
 
 @task(name="abstention", tags=["mtr", "abstention"], cache_policy=NO_CACHE, persist_result=False)
@@ -35,22 +31,11 @@ def abstention_flow(benchmark: str, fmt: str, domain: str | None, out_dir: str, 
     """Run the analysis and publish its Markdown summary (key ``abstention-<run>``)."""
     res = abstention_task(benchmark, fmt, domain, out_dir, config, llm_config)
     try:
-        create_markdown_artifact(key=f"abstention-{_slug(run_name or Path(out_dir).name)}", markdown=res.markdown,
+        create_markdown_artifact(key=f"abstention-{slug(run_name or Path(out_dir).name)}", markdown=res.markdown,
                                  description="MTR-Suite content-based abstention evaluation")
     except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
         pass
     return res
-
-
-@contextmanager
-def _settings(out_dir: Path):
-    from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,
-                                  temporary_settings)
-    storage = Path(out_dir) / "cache" / "prefect"
-    storage.mkdir(parents=True, exist_ok=True)
-    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: storage,
-                                     PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
 
 
 def run_abstention_flow(benchmark: str | Path, fmt: str, domain: str | None, out_dir: str | Path,
@@ -59,7 +44,7 @@ def run_abstention_flow(benchmark: str | Path, fmt: str, domain: str | None, out
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    with _settings(out):
+    with prefect_run_settings(out):
         return abstention_flow(str(Path(benchmark).resolve()), fmt, domain, str(out.resolve()),
                                config.model_dump(mode="json"), str(llm_config) if llm_config else None,
                                run_name=out.name)

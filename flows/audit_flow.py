@@ -11,7 +11,6 @@ resume mechanism); ``mtr audit --prefect`` runs it, ``mtr audit`` calls
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -24,6 +23,7 @@ from evaluation.audit import AuditConfig, AuditResult
 from evaluation.audit.judges import judge_config, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, prepare_benchmark
 from evaluation.audit.run import JudgeBatch, finalize, judge_batch, plan_batches
+from flows.prefect_env import prefect_run_settings, slug
 from storage.benchmark import load_benchmarks
 from storage.store import RunStore
 
@@ -62,23 +62,11 @@ def audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, run_di
     rows = [r for f in futures for r in f.result()]
     res = finalize_task(prepared, specs_j, rows, config, run_dir, human_ratings)
     try:
-        create_markdown_artifact(key=f"audit-{_slug(Path(run_dir).name)}", markdown=res.markdown,
+        create_markdown_artifact(key=f"audit-{slug(Path(run_dir).name)}", markdown=res.markdown,
                                  description="MTR-Eval audit summary")
     except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
         pass
     return res
-
-
-def _slug(s: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in s.lower()).strip("-")[:60] or "run"
-
-
-@contextmanager
-def _settings():
-    """No heartbeat thread on short flows (as flows/pipeline.py)."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
-    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
 
 
 def run_audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, *, out: str | Path,
@@ -88,6 +76,6 @@ def run_audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, *,
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     store = RunStore(str(out)).ensure()
     resolve_judges(judges, llm_config)          # fail before Prefect starts
-    with _settings():
+    with prefect_run_settings():
         return audit_flow(specs, list(judges) if judges else None, store.path, llm_config, config or AuditConfig(),
                           str(human_ratings) if human_ratings is not None else None, run_name=store.run_id)

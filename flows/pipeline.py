@@ -38,6 +38,7 @@ import clustering.knn
 import clustering.topics
 import clustering.embed
 from flows.config import MTRConfig
+from flows.prefect_env import prefect_run_settings, slug
 from flows.progress import report
 from storage.store import RunStore
 
@@ -73,7 +74,7 @@ def _input_fingerprint(store: RunStore, stage: str, input_path: str | None) -> s
         return h.hexdigest()
     if not store.has_table(_INPUT[stage]):
         return "missing"
-    return store._table_stats(_INPUT[stage])["sha256"]
+    return store.table_stats(_INPUT[stage])["sha256"]
 
 
 def stage_cache_key(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> str:
@@ -109,8 +110,6 @@ def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = 
     store.write_manifest(stages={stage: {"summary": summary, "code_version": code_version(stage)}})
     logger.info("%s done: %s", stage, json.dumps(summary, default=str))
     return summary
-
-
 
 
 def _name(stage: str):
@@ -219,19 +218,6 @@ def embed_in_batches(run_dir: str, config: dict) -> int:
     return total
 
 
-@contextmanager
-def prefect_run_settings(run_dir: str):
-    """Persist task results inside the run; no heartbeat thread cost on short flows."""
-    from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,
-                                  temporary_settings)
-    storage = Path(run_dir) / "cache" / "prefect"
-    storage.mkdir(parents=True, exist_ok=True)
-    with temporary_settings(updates={PREFECT_RESULTS_LOCAL_STORAGE_PATH: storage,
-                                     PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
-        yield
-
-
-
 @flow(name="mtr-spine", flow_run_name="spine-{run_name}", log_prints=False)
 def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path: str | None = None,
                run_name: str = "") -> dict:
@@ -255,15 +241,11 @@ def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path:
         summary = state.result()
         results[stage] = {"summary": summary, "cached": state.name == "Cached"}
     try:
-        create_markdown_artifact(key=f"spine-{_slug(Path(run_dir).name)}", markdown=summary_markdown(run_dir, results),
+        create_markdown_artifact(key=f"spine-{slug(Path(run_dir).name)}", markdown=summary_markdown(run_dir, results),
                                  description="MTR-Suite spine summary")
     except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
         pass
     return results
-
-
-def _slug(s: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in s.lower()).strip("-")[:60] or "run"
 
 
 def summary_markdown(run_dir: str, results: dict) -> str:

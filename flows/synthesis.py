@@ -21,6 +21,7 @@ from prefect.artifacts import create_markdown_artifact, create_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.config import MTRConfig
+from flows.prefect_env import prefect_run_settings, slug
 from flows.progress import report
 from storage.store import RunStore
 
@@ -72,6 +73,12 @@ def synth_batch(run_dir: str, config: dict, conv_ids: list[str], index: int) -> 
     return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
 
 
+def export_query_texts(mode: str, messages: dict, rewrites: dict) -> dict[str, str]:
+    """The query text of every turn in one export mode (the retrieval layer's query builder)."""
+    from retrieval.queries import QueryBuilder
+    return QueryBuilder(mode=mode).build_all(messages, rewrites)
+
+
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict) -> dict:
     from agents.synth.run import assemble, read_states
@@ -80,7 +87,7 @@ def assemble_task(run_dir: str, config: dict) -> dict:
     store, plans, _, _ = _context(run_dir, cfg)
     summary = assemble(store, plans, read_states(store, plans), cfg.synth)
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
-                           hourly_usd=cfg.synth.human_hourly_usd)
+                           hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts)
     return {"summary": summary, "export": exp}
 
 
@@ -114,7 +121,7 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
                 pass
         try:   # a new version of the same key per batch: the UI shows the latest figures
             create_markdown_artifact(
-                key=f"synth-progress-{_slug(run_name)}", description="synthesis progress",
+                key=f"synth-progress-{slug(run_name, 50)}", description="synthesis progress",
                 markdown=(f"| conversations done | LLM calls | tokens | cost (USD) |\n|---|---|---|---|\n"
                           f"| {done} / {len(ids)} | {calls} | {toks} | {cost:.4f} |"))
         except Exception:  # noqa: BLE001
@@ -126,15 +133,11 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
     res = assemble_task(run_dir=run_dir, config=config)
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
     try:
-        create_markdown_artifact(key=f"synth-{_slug(run_name)}",
+        create_markdown_artifact(key=f"synth-{slug(run_name, 50)}",
                                  markdown=_markdown(run_dir, res, stopped), description="MTR-Suite synthesis summary")
     except Exception:  # noqa: BLE001
         pass
     return {**res, "stopped": stopped}
-
-
-def _slug(s: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in s.lower()).strip("-")[:50] or "run"
 
 
 def _markdown(run_dir: str, res: dict, stopped: str | None) -> str:
@@ -148,7 +151,6 @@ def _markdown(run_dir: str, res: dict, stopped: str | None) -> str:
 
 
 def run_synthesis(run_dir: str, cfg: MTRConfig) -> dict:
-    from flows.pipeline import prefect_run_settings
     store = RunStore(run_dir)
     for t in ("clusters", "chunks", "embeddings"):
         if not store.has_table(t):

@@ -10,7 +10,7 @@ import json
 from collections import Counter
 from pathlib import Path
 from statistics import mean, median
-from typing import Any
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,6 +19,10 @@ from storage.formats import atomic_text_writer, write_trec_qrels
 from storage.store import RunStore
 
 EXPORT_MODES = ("last_turn", "all_user_turns", "full_history", "rewrite")
+
+QueryTexts = Callable[[str, Mapping[str, list[dict[str, str]]], Mapping[str, str]], Mapping[str, str]]
+"""``(mode, {sample_id: messages}, {sample_id: rewrite}) -> {sample_id: query text}``: how the
+caller's retrieval layer turns a conversation into the query of one export mode."""
 
 
 def _jsonl(path: Path, rows) -> None:
@@ -29,8 +33,18 @@ def _jsonl(path: Path, rows) -> None:
 
 
 def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn: float = 6.0,
-                     hourly_usd: float = 30.0) -> dict[str, Any]:
-    from retrieval.queries import QueryBuilder
+                     hourly_usd: float = 30.0, *, query_texts: QueryTexts) -> dict[str, Any]:
+    """Write every export of the run under ``out`` (default ``<run>/export``) and return the
+    dataset card's statistics plus ``export_dir``.
+
+    Args:
+        store: the synthesized run.
+        out: export folder.
+        minutes_per_turn: human writing time per turn, for the card's cost estimate.
+        hourly_usd: human hourly rate, for the card's cost estimate.
+        query_texts: builds the ``queries.jsonl`` texts of each BEIR folder (one per
+            :data:`EXPORT_MODES` mode); the caller hands in its retrieval layer's builder.
+    """
     from storage.benchmark import load_ours
 
     out = Path(out or store.local_dir("export"))
@@ -46,7 +60,7 @@ def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn:
     for mode in EXPORT_MODES:
         d = out / "beir" / mode
         _jsonl(d / "corpus.jsonl", corpus_rows)
-        queries = QueryBuilder(mode=mode).build_all(messages, rewrites)
+        queries = query_texts(mode, messages, rewrites)
         _jsonl(d / "queries.jsonl", ({"_id": q, "text": text, "split": split[q]} for q, text in queries.items()))
         for sp in ("train", "test"):
             (d / "qrels").mkdir(parents=True, exist_ok=True)

@@ -217,7 +217,7 @@ class RunStore:
                 man[key] = value
         man["updated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
         man["packages"] = package_versions()
-        man["tables"] = {name: self._table_stats(name) for name in self.tables()}
+        man["tables"] = {name: self.table_stats(name) for name in self.tables()}
         data = json.dumps(man, indent=2, sort_keys=True, default=str).encode("utf-8")
         tmp = self._p(f".{MANIFEST}.tmp-{uuid.uuid4().hex}")
         with self.fs.open_output_stream(tmp) as f:
@@ -225,7 +225,9 @@ class RunStore:
         self.fs.move(tmp, self._p(MANIFEST))
         return man
 
-    def _table_stats(self, name: str) -> dict[str, Any]:
+    def table_stats(self, name: str) -> dict[str, Any]:
+        """Rows, file count, bytes and the sha256 of a table's Parquet files (in file order):
+        the figures the manifest records and the content hash stage caches key on."""
         files = self.table_files(name)
         rows = 0
         h = hashlib.sha256()

@@ -18,6 +18,7 @@ from agents.testing.fake_roles import RoleScriptedServer, fake_llm_config
 from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
 from agents.synth import text as T
 from storage.benchmark import load_ours
+from flows.synthesis import export_query_texts
 from storage.exports import export_benchmark
 from storage.store import RunStore
 
@@ -56,7 +57,7 @@ def test_offline_end_to_end_on_example_corpus(spine_copy, example_spine):
     switched = [c for c in convs if c["switch_turn"]]
     assert switched and all(2 <= c["switch_turn"] <= 4 and c["switch_topic_id"] != c["topic_id"] for c in switched)
     # exports: splits by conversation, no leak
-    exp = export_benchmark(store)
+    exp = export_benchmark(store, query_texts=export_query_texts)
     d = Path(exp["export_dir"])
     split_convs = {}
     for sp in ("train", "test"):
@@ -154,7 +155,7 @@ def test_api_key_never_reaches_any_file_of_the_run(spine_copy, monkeypatch):
         store, plans, corpus, cfg = _setup(spine_copy, conversations=2, turns=2)
         out = synthesize_batch(store, plans, corpus, llm, cfg, lambda q, k: [])
         assemble(store, plans, out["states"], cfg)
-        export_benchmark(store)
+        export_benchmark(store, query_texts=export_query_texts)
     finally:
         srv.stop()
     assert srv.count > 0 and all(t["status"] == "ok" for t in store.read_table("turns").to_pylist())
