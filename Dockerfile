@@ -29,6 +29,7 @@ RUN pip install --quiet --index-url "${TORCH_INDEX_URL}" "torch==2.13.0"
 # 2. the project with its pinned dependencies (same command as the Makefile). Only the source
 #    is copied (no .venv, no run directories); the deployments' pull step cds to MTR_PROJECT_DIR.
 COPY pyproject.toml README.md Makefile ./
+COPY common/ common/
 COPY flows/ flows/
 COPY agents/ agents/
 COPY clustering/ clustering/

@@ -1,6 +1,7 @@
 """Local operations in one command: a Prefect server on 127.0.0.1, the process work pool,
 the deployments of ``deploy/prefect.yaml`` and a worker; Ctrl-C stops the worker, then the
-server (the order matters: see stack.md).
+server (in that order: once the server is gone, a worker no longer stops promptly on a signal
+and has to be killed).
 
 Plain functions so the end-to-end test drives exactly what ``mtr serve`` runs.
 """

@@ -1,6 +1,6 @@
 """Container files, checked without a container engine: the image installs what the Makefile
 installs (same pins, same order), compose parses with the expected services and holds no
-literal secret, the Kubernetes guide covers the pool, the template and the secrets."""
+literal secret, the deployments run this project's flows from the image's working directory."""
 import re
 import shlex
 import tomllib
@@ -122,9 +122,32 @@ def test_compose_services_and_no_literal_secrets():
     assert not re.search(r"(?i)password\s*[:=]\s*['\"]?(?!\$\{)\w", text.replace("POSTGRES_PASSWORD:", ""))
 
 
-def test_kubernetes_guide_covers_pool_template_and_secrets():
-    text = (ROOT / "deploy" / "kubernetes.md").read_text()
-    for needle in ("prefect-kubernetes", "--type kubernetes", "get-default-base-job-template",
-                   "--base-job-template", "secretRef", "prefect.blocks.secret", "MTR_PROJECT_DIR=/app"):
-        assert needle in text, needle
-    assert not KEY_SHAPES.search(text)
+def test_deployments_run_the_project_flows_from_the_image_workdir():
+    """What `mtr serve`, compose and the Kubernetes work pool deploy: the pull step changes into
+    $MTR_PROJECT_DIR, which the image sets to its WORKDIR; every entrypoint is a Prefect flow of
+    this project that accepts the deployment's parameters as given (the scheduler passes them
+    unchanged), names no secret, and the paths it names exist in the project."""
+    import importlib
+    import inspect
+
+    from prefect.flows import Flow
+    data = yaml.safe_load((ROOT / "deploy" / "prefect.yaml").read_text())
+    assert data["pull"] == [{"prefect.deployments.steps.set_working_directory":
+                             {"directory": "{{ $MTR_PROJECT_DIR }}"}}]
+    lines = _logical_lines((ROOT / "Dockerfile").read_text())
+    env = dict(w.split("=", 1) for line in lines if line.startswith("ENV ") for w in shlex.split(line[4:]))
+    workdir = next(line.split()[1] for line in lines if line.startswith("WORKDIR "))
+    assert env["MTR_PROJECT_DIR"] == workdir == "/app"
+    assert len(data["deployments"]) == 3
+    for d in data["deployments"]:
+        path, name = d["entrypoint"].split(":")
+        flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+        assert isinstance(flow, Flow), d["entrypoint"]
+        params = d.get("parameters") or {}
+        inspect.signature(flow.fn).bind(**params)            # every required parameter given, no unknown one
+        validated = flow.validate_parameters(params)           # the types fit (defaults are added)
+        assert {k: validated[k] for k in params} == params
+        assert not any(SECRET_NAME.search(k) for k in params), d["entrypoint"]
+        for key in ("corpus", "config_file"):
+            if params.get(key):
+                assert (ROOT / params[key]).exists(), params[key]

@@ -57,7 +57,7 @@ def one_torch_thread():
 
 def test_batched_embedding_matches_single_process(tmp_path, one_torch_thread):
     """The plain functions behind the embed-batch tasks (no Dask): same vectors, bit for bit."""
-    import clustering.stages as cs
+    import clustering.stages as cluster_stages
     import corpus.stages as corpus_stages
     import pyarrow.compute as pc
     cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.batch_size": 4})
@@ -73,13 +73,13 @@ def test_batched_embedding_matches_single_process(tmp_path, one_torch_thread):
     batched.write_table("chunks", chunks)
     cfg_one = cfg.model_copy(update={"embed": cfg.embed.model_copy(update={"cache_dir": str(tmp_path / "e1")})})
     cfg_b = cfg.model_copy(update={"embed": cfg.embed.model_copy(update={"cache_dir": str(tmp_path / "e2")})})
-    s_one = cs.embed(one, cfg_one)
-    batches = cs.embed_plan(batched, cfg_b, 32)                 # 32 = 8 x batch_size: aligned blocks
+    s_one = cluster_stages.embed(one, cfg_one)
+    batches = cluster_stages.embed_plan(batched, cfg_b, 32)                 # 32 = 8 x batch_size: aligned blocks
     assert [len(b["hashes"]) for b in batches] == [32, 8]
     for b in reversed(batches):                                  # completion order does not matter
-        cs.embed_store_batch(batched, cfg_b, b["hashes"], cs.embed_batch(b["texts"], cfg_b))
-    assert cs.embed_plan(batched, cfg_b, 32) == []               # nothing left to encode
-    s_b = cs.embed(batched, cfg_b)
+        cluster_stages.embed_store_batch(batched, cfg_b, b["hashes"], cluster_stages.embed_batch(b["texts"], cfg_b))
+    assert cluster_stages.embed_plan(batched, cfg_b, 32) == []               # nothing left to encode
+    s_b = cluster_stages.embed(batched, cfg_b)
     assert s_b["newly_embedded"] == 0 and s_one["newly_embedded"] == 40
     (ia, va), (ib, vb) = read_embeddings(one), read_embeddings(batched)
     assert ia == ib and np.array_equal(va, vb)
