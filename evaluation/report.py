@@ -16,8 +16,6 @@ Plots use matplotlib's object API (``Figure`` + Agg canvas), so no global backen
 """
 from __future__ import annotations
 
-import base64
-import html
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +27,7 @@ import pyarrow.parquet as pq
 from evaluation.bootstrap import bootstrap_ci
 from evaluation.breakdown import Breakdown, per_switch_position, per_turn, parse_turn
 from evaluation.discrimination import DEFAULT_MEASURE, Discrimination, discrimination
+from evaluation.html import escape, html_table, page_start, png_data_uri, write_page
 from evaluation.metrics import EvalResult, measure_label
 from evaluation.significance import paired_randomization_test, paired_t_test
 
@@ -333,13 +332,9 @@ def _discrimination_markdown(d: Discrimination) -> str:
 # --------------------------------------------------------------------------------------
 # HTML
 # --------------------------------------------------------------------------------------
-def _png_data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
-
-
 def _html_summary(summary: pa.Table, digits: int = 4) -> str:
     retrievers, measures, cells = _wide(summary)
-    head = "".join(f"<th>{html.escape(measure_label(m))}</th>" for m in measures)
+    head = "".join(f"<th>{escape(measure_label(m))}</th>" for m in measures)
     body = []
     for r in retrievers:
         tds = []
@@ -348,20 +343,15 @@ def _html_summary(summary: pa.Table, digits: int = 4) -> str:
             tds.append(f"<td title=\"CI {_fmt(c['ci_low'], digits)}–{_fmt(c['ci_high'], digits)}\">"
                        f"{_fmt(c['mean'], digits)}<br><small>[{_fmt(c['ci_low'], 3)}, {_fmt(c['ci_high'], 3)}]"
                        f"</small></td>")
-        body.append(f"<tr><th>{html.escape(r)}</th><td>{cells[(r, measures[0])]['n_queries']}</td>{''.join(tds)}</tr>")
+        body.append(f"<tr><th>{escape(r)}</th><td>{cells[(r, measures[0])]['n_queries']}</td>{''.join(tds)}</tr>")
     return (f"<table class=\"metrics\"><thead><tr><th>retriever</th><th>queries</th>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table>")
 
 
-def _html_arrow(table: pa.Table, digits: int = 4) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in table.column_names)
-    body = []
-    for row in table.to_pylist():
-        cells = []
-        for v in row.values():
-            cells.append(f"<td>{_fmt(v, digits) if isinstance(v, float) else html.escape(str(v))}</td>")
-        body.append(f"<tr>{''.join(cells)}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+def _html_arrow(data: pa.Table, digits: int = 4) -> str:
+    def cell(_: int, v) -> str:
+        return f"<td>{_fmt(v, digits) if isinstance(v, float) else escape(str(v))}</td>"
+    return html_table(data.column_names, [list(row.values()) for row in data.to_pylist()], cell)
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:75em;color:#222}
@@ -387,22 +377,18 @@ def write_html_report(path: str | Path, title: str, summary: pa.Table, policy: s
     Returns:
         The HTML path.
     """
-    parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>",
-             f"<p class=\"policy\">{html.escape(policy)}</p>", "<h2>Metrics</h2>", _html_summary(summary)]
+    parts = [page_start(title, _CSS) + f"<h1>{escape(title)}</h1>",
+             f"<p class=\"policy\">{escape(policy)}</p>", "<h2>Metrics</h2>", _html_summary(summary)]
     conf = summary.column("confidence").to_pylist()
     if conf:
         parts.append(f"<p><small>Cells: mean, [{conf[0]:.0%} bootstrap confidence interval].</small></p>")
-    parts.extend(f"<p>{html.escape(n)}</p>" for n in notes)
+    parts.extend(f"<p>{escape(n)}</p>" for n in notes)
     for caption, img in images:
-        parts.append(f"<h2>{html.escape(caption)}</h2><img alt=\"{html.escape(caption)}\" src=\"{_png_data_uri(Path(img))}\">")
-    for caption, table in tables:
-        parts.append(f"<h2>{html.escape(caption)}</h2>{_html_arrow(table)}")
+        parts.append(f"<h2>{escape(caption)}</h2><img alt=\"{escape(caption)}\" src=\"{png_data_uri(img)}\">")
+    for caption, data in tables:
+        parts.append(f"<h2>{escape(caption)}</h2>{_html_arrow(data)}")
     parts.append("</body></html>")
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return write_page(path, parts)
 
 
 # --------------------------------------------------------------------------------------

@@ -6,14 +6,13 @@ heatmap's title all say so (:data:`OFFLINE_NOTE`).
 """
 from __future__ import annotations
 
-import base64
-import html
 import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evaluation.audit.aggregate import ENSEMBLE
 from evaluation.audit.config import LABELS, variant_name
+from evaluation.html import escape, html_table, page_start, png_data_uri, write_page
 
 OFFLINE_NOTE = ("Offline heuristic judges ({names}) stand in for LLM judges in this audit: their scores are "
                 "lexical-overlap, sentence-support and BM25-retrieval signals, not judgments of meaning. "
@@ -160,15 +159,10 @@ td.text{max-width:40em;font-size:.9em}"""
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]], text_cols: Sequence[int] = ()) -> str:
-    h = "".join(f"<th>{html.escape(str(c))}</th>" for c in head)
-    body = []
-    for r in rows:
-        tds = []
-        for i, v in enumerate(r):
-            cls = "text" if i in text_cols else ("num" if isinstance(v, (int, float)) else "")
-            tds.append(f"<td class=\"{cls}\">{html.escape(_fmt(v))}</td>")
-        body.append(f"<tr>{''.join(tds)}</tr>")
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    def cell(i: int, v: Any) -> str:
+        cls = "text" if i in text_cols else ("num" if isinstance(v, (int, float)) else "")
+        return f"<td class=\"{cls}\">{escape(_fmt(v))}</td>"
+    return html_table(head, rows, cell)
 
 
 def _snip(text: str | None, n: int = 300) -> str:
@@ -179,14 +173,13 @@ def _snip(text: str | None, n: int = 300) -> str:
 def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None = None) -> Path:
     """One self-contained page (CSS inline, heatmap embedded)."""
     note = offline_note(result["judges"])
-    banner = f"<p class=\"offline\">{html.escape(note)}</p>" if note else ""
+    banner = f"<p class=\"offline\">{escape(note)}</p>" if note else ""
     cfg = result["config"]
     if result.get("stopped_reason"):
         banner += (f"<p class=\"offline\">The LLM budget stopped the audit early "
-                   f"({html.escape(str(result['stopped_reason']))}); unstarted judgments are counted as failures.</p>")
-    parts = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>MTR-Eval audit {html.escape(result['run_id'])}"
-             f"</title><style>{_CSS}</style></head><body>", banner,
-             f"<h1>MTR-Eval audit <code>{html.escape(result['run_id'])}</code></h1>",
+                   f"({escape(str(result['stopped_reason']))}); unstarted judgments are counted as failures.</p>")
+    parts = [page_start(f"MTR-Eval audit {result['run_id']}", _CSS), banner,
+             f"<h1>MTR-Eval audit <code>{escape(result['run_id'])}</code></h1>",
              "<h2>Setup</h2>",
              _table(["judge", "kind", "endpoint", "model"],
                     [[j["name"], j["kind"], j.get("endpoint"), j.get("model")] for j in result["judges"]]),
@@ -204,7 +197,7 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
     summary = result["summary"]
     for b in result["benchmarks"]:
         judges, keys, cells = _wide(summary, b["name"])
-        parts.append(f"<h2>{html.escape(b['name'])}</h2>")
+        parts.append(f"<h2>{escape(b['name'])}</h2>")
         rows = []
         for k in keys:
             rows.append([variant_name(*k), cells[(*k, judges[0])]["n_skipped"]]
@@ -214,8 +207,7 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
                  "failures; self = excluded for self-preference. Ensemble: mean of 1-5 ratings, majority vote for "
                  "0/1, per item.</small></p>")
     if heatmap is not None and Path(heatmap).is_file():
-        uri = "data:image/png;base64," + base64.b64encode(Path(heatmap).read_bytes()).decode("ascii")
-        parts.append(f"<h2>Judge x benchmark</h2><img alt=\"heatmap\" src=\"{uri}\">")
+        parts.append(f"<h2>Judge x benchmark</h2><img alt=\"heatmap\" src=\"{png_data_uri(heatmap)}\">")
     parts.append("<h2>Inter-judge agreement</h2>")
     parts.append(_table(["benchmark", "metric", "judges", "units", "Krippendorff's alpha", "level",
                          "mean pairwise Spearman", "raw agreement", "choice alpha"],
@@ -248,11 +240,9 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
         parts.append(_table(["metric", "rater", "n", "Pearson", "p", "Spearman", "p"],
                             [[h["metric"], h["rater"], h["n"], h["pearson"], h["pearson_p"], h["spearman"],
                               h["spearman_p"]] for h in result["human"]]))
-    parts.append(f"<p><small>Outputs in <code>{html.escape(str(result['out_dir']))}</code>: audit_*.parquet tables, "
+    parts.append(f"<p><small>Outputs in <code>{escape(str(result['out_dir']))}</code>: audit_*.parquet tables, "
                  "heatmap.png, missing_positives.csv, report.md, manifest.json.</small></p>")
     if note:
         parts.append(banner)
     parts.append("</body></html>")
-    out = Path(path)
-    out.write_text("\n".join(parts), encoding="utf-8")
-    return out
+    return write_page(path, parts)
