@@ -8,6 +8,7 @@ the current question always survives.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -53,7 +54,7 @@ def build_mode_queries(bench: Benchmark, mode: str, retriever: str, rewriter=Non
     return qb.build_all(convs, rewrites)
 
 
-def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes: Sequence[str], k: int = 20,
+def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes: Sequence[str], depth: int = 20,
                        index_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                        ks: Sequence[int] = (1, 3, 5, 10, 20),
                        progress: Callable[[str, int, int], None] | None = None, rewriter=None) -> BenchmarkEval:
@@ -74,7 +75,7 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
             if qkey not in query_cache:
                 query_cache[qkey] = build_mode_queries(bench, mode, name, rewriter, notes)
             queries = query_cache[qkey]
-            run = r.search(queries, k=k)
+            run = r.search(queries, k=depth)
             key = f"{name}/{mode}"
             runs[key] = run
             results[key] = evaluate(qrels, run, metrics=("recall", "ndcg_cut", "mrr", "P"), ks=ks, missing="zero")
@@ -110,12 +111,12 @@ def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[st
     bench = load_benchmark(benchmark, fmt, domain=domain)
     out_dir = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
     cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out_dir / "cache" / "embeddings"
-    ev = evaluate_benchmark(bench, retrievers, modes, k=depth, index_dir=out_dir / "cache" / "bm25",
+    ev = evaluate_benchmark(bench, retrievers, modes, depth=depth, index_dir=out_dir / "cache" / "bm25",
                             cache_dir=cache_dir, progress=progress, rewriter=rewriter)
     for key, run in ev.runs.items():
         write_trec_run(run, out_dir / "runs" / (key.replace("/", "__") + ".trec"), tag=key.replace("/", "__"))
     files = write_report(ev.results, out_dir, title=f"Retrieval evaluation: {bench.name}",
                          switch_positions=ev.switch_positions if fmt == "ours" else None)
     if ev.notes:
-        (out_dir / "query_notes.json").write_text(__import__("json").dumps(ev.notes, indent=2))
+        (out_dir / "query_notes.json").write_text(json.dumps(ev.notes, indent=2))
     return bench, ev, files, out_dir

@@ -4,8 +4,9 @@ Modes (chosen by which options are given):
 
 * ``--run RUN.trec --qrels QRELS.tsv [--per-query OUT.jsonl]``: score an existing TREC run
   file, like trec_eval (no Prefect).
-* ``--benchmark PATH --retriever NAME ... --query-mode MODE``: run retrievers on a benchmark
-  (not wired yet: the command refuses it with a clear message).
+* ``--benchmark PATH --retriever NAME ... --query-mode MODE [--depth N]``: run retrievers on a
+  benchmark (:func:`evaluation.benchmark_eval.evaluate_and_report`): TREC runs, metric tables,
+  plots and an HTML report.
 """
 from __future__ import annotations
 
@@ -110,7 +111,7 @@ def register(app: typer.Typer) -> None:
         domain: Optional[str] = typer.Option(None, "--domain", help="MTRAG domain (clapnq, cloud, ...)."),
         out: Optional[Path] = typer.Option(None, "--out", help="Report folder for --benchmark "
                                                                 "(default: <benchmark>/eval for ours, else ./mtr-eval)."),
-        top_k: int = typer.Option(20, "--depth", help="Retrieval depth for --benchmark."),
+        depth: int = typer.Option(20, "--depth", help="Retrieval depth (documents per query) for --benchmark."),
         rewriter: Optional[str] = typer.Option(None, "--rewriter",
                                                help="Fill missing rewrites in rewrite mode: 'offline' (rule-based) "
                                                     "or 'llm' (the query_rewriter role of --llm-config)."),
@@ -128,7 +129,7 @@ def register(app: typer.Typer) -> None:
             return
         if benchmark is not None:
             run_benchmark_eval(benchmark, fmt, domain, retriever or ["bm25", "dense", "hybrid"],
-                               query_mode or ["last_turn"], top_k, out, _rewriter_config(rewriter, llm_config))
+                               query_mode or ["last_turn"], depth, out, _rewriter_config(rewriter, llm_config))
             return
         raise UserError("nothing to evaluate: give --run RUN.trec --qrels QRELS.tsv")
 

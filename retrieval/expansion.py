@@ -188,7 +188,7 @@ class ExpansionRetriever:
         for key, res in big.items():
             q, j = key.rsplit(_SEP, 1)
             runs[int(j)][q] = res
-        fused = fuse(runs, method=self.fusion, top_k=k, rrf_k=self.rrf_k) if runs else {}
+        fused = fuse(runs, method=self.fusion, depth=k, rrf_k=self.rrf_k) if runs else {}
         for q in queries:
             fused.setdefault(q, {})
         return fused

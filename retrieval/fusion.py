@@ -3,8 +3,8 @@
 Both take runs in the pytrec_eval shape (``{qid: {doc_id: score}}``), any number of them,
 with optional per-run weights (default 1 each), and return a fused run. The output contains
 the union of the queries; a query absent from one run simply gets nothing from it. A
-document absent from a run contributes 0 from that run. With ``top_k`` the fused lists are
-cut in trec_eval order (score desc, ties by doc id desc).
+document absent from a run contributes 0 from that run. With ``depth`` the fused lists are
+cut to that many documents in trec_eval order (score desc, ties by doc id desc).
 
 **Min-max fusion** (``minmax_fusion``): each query's list in each run is normalised to
 ``(s - min) / (max - min)`` over that list, then the normalised scores are summed
@@ -65,7 +65,7 @@ def minmax_normalize(scores: Mapping[str, float]) -> dict[str, float]:
 
 
 def minmax_fusion(runs: Sequence[RunLike], weights: Sequence[float] | None = None,
-                  top_k: int | None = None) -> Run:
+                  depth: int | None = None) -> Run:
     """Per-list min-max normalisation, then the weighted sum over runs (see module docstring)."""
     w = _weights(runs, weights)
     out: Run = {}
@@ -75,11 +75,11 @@ def minmax_fusion(runs: Sequence[RunLike], weights: Sequence[float] | None = Non
             for d, s in minmax_normalize(run.get(q, {})).items():
                 acc[d] = acc.get(d, 0.0) + wi * s
         out[q] = acc
-    return cut_run(out, top_k) if top_k is not None else out
+    return cut_run(out, depth) if depth is not None else out
 
 
 def rrf(runs: Sequence[RunLike], k: int = 60, weights: Sequence[float] | None = None,
-        top_k: int | None = None) -> Run:
+        depth: int | None = None) -> Run:
     """Reciprocal rank fusion: ``sum_i w_i / (k + rank_i)``, trec_eval ranks (see module docstring)."""
     if k < 0:
         raise RetrievalError(f"RRF constant k must be >= 0, got {k}")
@@ -91,7 +91,7 @@ def rrf(runs: Sequence[RunLike], k: int = 60, weights: Sequence[float] | None = 
             for rank, (d, _s) in enumerate(trec_ranking(run.get(q, {})), start=1):
                 acc[d] = acc.get(d, 0.0) + wi / (k + rank)
         out[q] = acc
-    return cut_run(out, top_k) if top_k is not None else out
+    return cut_run(out, depth) if depth is not None else out
 
 
 reciprocal_rank_fusion = rrf
@@ -100,10 +100,10 @@ FUSIONS = {"minmax": minmax_fusion, "rrf": rrf}
 
 
 def fuse(runs: Sequence[RunLike], method: str = "minmax", weights: Sequence[float] | None = None,
-         top_k: int | None = None, rrf_k: int = 60) -> Run:
+         depth: int | None = None, rrf_k: int = 60) -> Run:
     """Dispatch on ``method`` (``"minmax"`` or ``"rrf"``)."""
     if method == "minmax":
-        return minmax_fusion(runs, weights=weights, top_k=top_k)
+        return minmax_fusion(runs, weights=weights, depth=depth)
     if method == "rrf":
-        return rrf(runs, k=rrf_k, weights=weights, top_k=top_k)
+        return rrf(runs, k=rrf_k, weights=weights, depth=depth)
     raise RetrievalError(f"unknown fusion method {method!r} (use 'minmax' or 'rrf')")

@@ -65,7 +65,7 @@ class HybridRetriever:
         depth = max(self.depth, k)
         runs = [r.search(queries, depth) for r in self.retrievers]
         self.last_component_runs = runs
-        fused = fuse(runs, method=self.fusion, weights=self.weights, top_k=k, rrf_k=self.rrf_k)
+        fused = fuse(runs, method=self.fusion, weights=self.weights, depth=k, rrf_k=self.rrf_k)
         for q in queries:  # keep queries that no component answered, as empty lists
             fused.setdefault(q, {})
         return fused

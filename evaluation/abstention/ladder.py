@@ -219,7 +219,7 @@ class Ladder:
                 lists = list(exp_runs)
                 if spec.name == "hybrid":
                     lists.append(self.dense.search(self.dense_queries(), cfg.depth))
-                run = minmax_fusion(lists, top_k=k) if lists else {}
+                run = minmax_fusion(lists, depth=k) if lists else {}
             elif spec.name == "dense":
                 run = self.dense.search(self.dense_queries(), k)
             elif spec.retriever == "bm25":

@@ -84,7 +84,7 @@ def test_dense_and_hybrid_rungs_on_a_subset(mtrag_clapnq, tmp_path):
     res = ladder.run()
     from retrieval.fusion import minmax_fusion
     want = minmax_fusion(ladder.expansion_runs(res.expansions) + [ladder.dense.search(ladder.dense_queries(), 100)],
-                         top_k=10)
+                         depth=10)
     for q, docs in res.runs["hybrid"].items():
         assert docs == pytest.approx(want[q])
     assert all(0.0 <= res.ndcg[r] <= 1.0 for r in res.runs)

@@ -130,7 +130,7 @@ def test_hybrid_bm25_dense_end_to_end(tmp_path):
     bm, de = h.last_component_runs
     assert set(bm["q"]) <= {"c1", "c2", "c3", "c4"} and len(de["q"]) == 5
     from retrieval.fusion import minmax_fusion
-    assert run == minmax_fusion([bm, de], top_k=3)
+    assert run == minmax_fusion([bm, de], depth=3)
 
 
 class _FixedRun:

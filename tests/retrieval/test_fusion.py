@@ -26,7 +26,7 @@ def test_minmax_fusion_hand_values():
     weighted = minmax_fusion([a, b], weights=[2.0, 0.5])
     assert weighted["q"] == {"a": 2.0, "b": 0.5, "c": 1.0, "d": 0.5}
     # cut with the trec rule: a, b, d tie at 1.0 -> ids descending: d, b, a
-    top = minmax_fusion([a, b], top_k=2)
+    top = minmax_fusion([a, b], depth=2)
     assert list(top["q"].items()) == [("d", 1.0), ("b", 1.0)]
 
 
@@ -46,7 +46,7 @@ def test_rrf_over_three_runs_and_equal_fused_scores():
     r1 = {"q": {"x": 3.0, "y": 2.0}}
     r2 = {"q": {"y": 3.0, "x": 2.0}}
     r3 = {"q": {"z": 1.0}}
-    fused = rrf([r1, r2, r3], top_k=2)
+    fused = rrf([r1, r2, r3], depth=2)
     # x and y both get 1/61 + 1/62; z gets 1/61 -> x, y tie, y first (id desc)
     assert list(fused["q"]) == ["y", "x"]
     assert fused["q"]["x"] == fused["q"]["y"] == pytest.approx(1 / 61 + 1 / 62)
