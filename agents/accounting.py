@@ -7,6 +7,15 @@ writes a partial or duplicated row. At close, the session's parts are compacted 
 should a kill hit between writing the merged part and deleting the originals, readers
 de-duplicate on ``call_id`` (:func:`read_calls`).
 
+Group commit (``commit_interval_s`` set; what :class:`agents.session.LLMSession` does by
+default): ``add`` only buffers the row and a background committer thread commits, every
+``commit_interval_s`` or as soon as ``flush_every`` calls are pending, first the group-commit
+cache's staged entries (:meth:`agents.cache.CallCache.flush`, one sync per batch), then one
+part with the rows; ``flush`` does the same synchronously (end of every ``map``, close).
+The rows of a batch are taken before its cache entries are committed, so a row is never on
+disk without its cache entry; a kill loses at most the calls since the last commit (asked
+again once on a rerun, without duplicate rows).
+
 Columns: see ``storage.schemas.LLM_CALLS``. ``prompt_tokens``/``completion_tokens`` are the
 response's usage (also on hits, for information); ``cost_usd`` is what the call spent (0 for
 cache hits and offline calls). Totals count spend on misses only.
@@ -14,6 +23,7 @@ cache hits and offline calls). Totals count spend on misses only.
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import threading
 import uuid
 from collections import defaultdict
@@ -27,6 +37,7 @@ from storage.schemas import LLM_CALLS, table_from_rows
 from storage.store import RunStore, StoreError
 
 TABLE = "llm_calls"
+log = logging.getLogger("mtr.agents.accounting")
 
 
 def new_call_id() -> str:
@@ -100,16 +111,25 @@ class CallLog:
     """Buffers :class:`CallRecord` rows and appends them to the run's ``llm_calls`` table.
 
     Thread-safe. With ``store=None`` rows are only counted (totals), not persisted.
+    ``cache``: a group-commit :class:`agents.cache.CallCache` committed together with the
+    rows; ``commit_interval_s``: turn on group commit (see module docstring).
     """
 
-    def __init__(self, store: RunStore | None, run_id: str, *, flush_every: int = 1) -> None:
+    def __init__(self, store: RunStore | None, run_id: str, *, flush_every: int = 1, cache: Any = None,
+                 commit_interval_s: float | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.flush_every = max(1, flush_every)
+        self.cache = cache if getattr(cache, "group_commit", False) else None
+        self.commit_interval_s = commit_interval_s if commit_interval_s and commit_interval_s > 0 else None
         self._buf: list[dict[str, Any]] = []
         self._parts: list[str] = []
         self._lock = threading.Lock()          # buffer, totals, part list
         self._write_lock = threading.Lock()    # one part writer at a time
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        self.commits = 0                       # group commits that wrote something
         self.totals: dict[str, RoleTotals] = defaultdict(RoleTotals)
 
     def __repr__(self) -> str:
@@ -118,6 +138,19 @@ class CallLog:
     def add(self, rec: CallRecord) -> None:
         """Count ``rec`` and persist it (with ``flush_every=1`` before returning, unless another
         thread is writing a part right now: that writer picks it up - group commit)."""
+        if self.commit_interval_s:
+            with self._lock:
+                self.totals[rec.role].add(rec)
+                if self.store is not None:
+                    self._buf.append(rec.row())
+                pending = len(self._buf) + (self.cache.pending if self.cache is not None else 0)
+                if self._thread is None:
+                    self._stopping = False
+                    self._thread = threading.Thread(target=self._committer, name="mtr-group-commit", daemon=True)
+                    self._thread.start()
+            if pending >= self.flush_every:
+                self._wake.set()
+            return
         with self._lock:
             self.totals[rec.role].add(rec)
             if self.store is None:
@@ -128,8 +161,50 @@ class CallLog:
         self._drain(block=False)
 
     def flush(self) -> None:
-        """Write every buffered row now (waits for a concurrent writer)."""
+        """Write every buffered row (and staged cache entry) now (waits for a concurrent writer)."""
+        if self.commit_interval_s or self.cache is not None:
+            self._commit()
+            return
         self._drain(block=True)
+
+    def _commit(self) -> None:
+        """One group commit: take the rows, commit the cache entries, write the rows."""
+        with self._write_lock:
+            with self._lock:
+                rows, self._buf = self._buf, []
+            wrote = self.cache.flush() if self.cache is not None else 0
+            if rows and self.store is not None:
+                try:
+                    part = self.store.append_part(TABLE, table_from_rows(rows, LLM_CALLS))
+                except BaseException:
+                    with self._lock:              # keep them for the next commit
+                        self._buf[:0] = rows
+                    raise
+                with self._lock:
+                    self._parts.append(part)
+            if rows or wrote:
+                self.commits += 1
+
+    def _committer(self) -> None:
+        while True:
+            self._wake.wait(self.commit_interval_s)
+            self._wake.clear()
+            if self._stopping:
+                return
+            try:
+                self._commit()
+            except Exception as exc:  # noqa: BLE001 - retried at the next tick; flush() raises
+                log.warning("group commit failed (%s: %s); will retry", type(exc).__name__, exc)
+
+    def close(self) -> None:
+        """Commit everything and stop the committer thread (a later ``add`` restarts it)."""
+        t = self._thread
+        if t is not None:
+            self._stopping = True
+            self._wake.set()
+            t.join()
+            self._thread = None
+        self.flush()
 
     def _drain(self, *, block: bool) -> None:
         if self.store is None:
@@ -154,8 +229,9 @@ class CallLog:
                 return
 
     def compact(self) -> None:
-        """Merge the parts this log wrote into one part (dedupe covers a kill midway)."""
-        self.flush()
+        """Merge the parts this log wrote into one part (dedupe covers a kill midway).
+        Called at close: also stops the group committer."""
+        self.close()
         with self._write_lock:
             if self.store is None or len(self._parts) < 2:
                 return

@@ -11,6 +11,15 @@ so a reader sees either nothing or a complete entry: a kill at any moment leaves
 entry, and concurrent writers (threads or processes) of the same key both write complete,
 equivalent files (last rename wins). Each entry carries its key and a checksum of its
 payload; anything that does not verify is treated as a miss.
+
+Group commit (``group_commit=True``, what :class:`agents.session.LLMSession` uses): ``put``
+stages the entry in memory (``get`` sees it at once, so no twin request goes out) and
+:meth:`CallCache.flush` commits every staged entry as one batch: temp files written, one
+``os.sync()`` for the whole batch (when ``fsync``), then the renames. The session's
+:class:`agents.accounting.CallLog` calls it before writing the matching ``llm_calls``
+rows, every few milliseconds or calls, at the end of every ``map`` and at close. A kill
+loses only the staged entries, whose rows are lost with them, so those calls are asked
+again exactly once on a rerun and nothing is ever duplicated.
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -54,9 +64,13 @@ class CallCache:
             kill is safe either way).
     """
 
-    def __init__(self, root: str | os.PathLike, *, fsync: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike, *, fsync: bool = True, group_commit: bool = False) -> None:
         self.root = Path(root)
         self.fsync = fsync
+        self.group_commit = group_commit
+        self._staged: dict[str, bytes] = {}
+        self._lock = threading.Lock()            # the staged entries
+        self._commit_lock = threading.Lock()     # one committer at a time
 
     def __repr__(self) -> str:
         return f"CallCache({str(self.root)!r})"
@@ -67,8 +81,10 @@ class CallCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached response payload of ``key``, or None (missing or not verifiable)."""
         p = self.path(key)
+        data = self._staged.get(key)
         try:
-            data = p.read_bytes()
+            if data is None:
+                data = p.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -87,12 +103,46 @@ class CallCache:
         return payload
 
     def put(self, key: str, payload: dict[str, Any], meta: dict[str, Any] | None = None) -> Path:
-        """Write ``payload`` for ``key`` atomically (temp file + fsync + rename)."""
-        p = self.path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
+        """Write ``payload`` for ``key`` atomically (temp file + fsync + rename), or, with
+        group commit, stage it for the next :meth:`flush`. Returns the entry's path."""
         entry = {"format": FORMAT, "key": key, "created_at": time.time(),
                  "meta": meta or {}, "response": payload, "checksum": _checksum(payload)}
         data = json.dumps(entry, ensure_ascii=False).encode("utf-8")
+        if self.group_commit:
+            with self._lock:
+                self._staged[key] = data
+            return self.path(key)
+        p = self.path(key)
+        tmp = self._write_temp(key, data, fsync=self.fsync)
+        os.replace(tmp, p)
+        return p
+
+    @property
+    def pending(self) -> int:
+        """Entries staged and not yet committed."""
+        return len(self._staged)
+
+    def flush(self) -> int:
+        """Commit every staged entry (one sync for the batch); returns how many."""
+        with self._commit_lock:
+            with self._lock:
+                batch = list(self._staged.items())
+            if not batch:
+                return 0
+            temps = [(self._write_temp(key, data, fsync=False), self.path(key)) for key, data in batch]
+            if self.fsync:
+                os.sync()                                   # one sync for the whole batch
+            for tmp, final in temps:
+                os.replace(tmp, final)
+            with self._lock:
+                for key, data in batch:
+                    if self._staged.get(key) is data:       # unless re-staged meanwhile
+                        del self._staged[key]
+            return len(batch)
+
+    def _write_temp(self, key: str, data: bytes, *, fsync: bool) -> Path:
+        p = self.path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -100,15 +150,14 @@ class CallCache:
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            if self.fsync:
+            if fsync:
                 os.fsync(fd)
         except BaseException:
             os.close(fd)
             tmp.unlink(missing_ok=True)
             raise
         os.close(fd)
-        os.replace(tmp, p)
-        return p
+        return tmp
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None

@@ -237,7 +237,10 @@ class LLMConfig(_Strict):
     retry: RetryConfig = Field(default_factory=RetryConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
-    accounting_flush_every: int = Field(default=1, ge=1)
+    # group commit of cache entries + llm_calls rows: a commit (one sync) as soon as this many
+    # calls are pending, and at least every commit_interval_ms; 0 ms = synchronous per-call writes
+    accounting_flush_every: int = Field(default=64, ge=1)
+    commit_interval_ms: float = Field(default=100.0, ge=0)
 
     @model_validator(mode="after")
     def _check_refs(self) -> "LLMConfig":

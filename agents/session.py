@@ -77,11 +77,13 @@ class LLMSession:
         self.backend = backend
         if cache is _AUTO:
             d = config.cache.resolve_dir(self.store.path if self.store is not None else None)
-            cache = CallCache(d, fsync=config.cache.fsync) if d is not None else None
+            cache = CallCache(d, fsync=config.cache.fsync, group_commit=config.commit_interval_ms > 0) \
+                if d is not None else None
         self.cache = cache
         self.write_manifest = write_manifest
         self.print_summary = print_summary
-        self.calls = CallLog(self.store, self.run_id, flush_every=config.accounting_flush_every)
+        self.calls = CallLog(self.store, self.run_id, flush_every=config.accounting_flush_every, cache=cache,
+                             commit_interval_s=config.commit_interval_ms / 1000.0)
         spent_t, spent_usd = self._prior_spend()
         self.budget = Budget(config.budget, spent_tokens=spent_t, spent_usd=spent_usd)
         self.client: LLMClient | None = None
@@ -358,7 +360,7 @@ class LLMSession:
         """Cache entry first, then the ``llm_calls`` row (a kill between them loses one row,
         never duplicates one); off the event loop."""
         if hit or comp is None or self.cache is None:
-            if self.store is not None:
+            if self.store is not None and not self.calls.commit_interval_s:
                 await asyncio.to_thread(self.calls.add, rec)
             else:
                 self.calls.add(rec)
@@ -369,6 +371,9 @@ class LLMSession:
             self.cache.put(key, comp.to_payload(), meta)  # type: ignore[union-attr]
             self.calls.add(rec)
 
+        if self.calls.commit_interval_s and self.cache.group_commit:  # type: ignore[union-attr]
+            work()        # both only stage in memory; the group committer does the I/O
+            return
         await asyncio.to_thread(work)
 
     async def _fetch(self, key: str, resolved: ResolvedRole, step: LLMStep, messages: list[dict[str, Any]],

@@ -57,13 +57,43 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return p, line.split(" on ")[1].split()[0]
 
 
-FLUSH_EVERY = 1
+COMMIT: dict = {}   # accounting_flush_every / commit_interval_ms overrides (default: the config's)
 
 
 def config(url: str, conc: int, cache_dir: str | None) -> LLMConfig:
     return LLMConfig(endpoints={"fake": EndpointConfig(base_url=url, model="fake-model", max_concurrency=conc)},
-                     max_concurrency=conc, accounting_flush_every=FLUSH_EVERY,
-                     cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir))
+                     max_concurrency=conc, cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir), **COMMIT)
+
+
+async def paired_overhead(url: str, cfg: LLMConfig, n: int, run_dir: str) -> list[float]:
+    """Seconds each layer miss takes over a bare call made right before it (same request
+    shape, 0 ms server): pairs cancel the machine's drift; the final commit at close is
+    spread over the calls."""
+    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    rf = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": Answer.model_json_schema()}}
+    diffs = []
+    async with LLMSession(cfg, store=run_dir) as llm:
+        await llm.run(STEP, "warm-up")
+        await client.chat.completions.create(model="fake-model", messages=STEP.messages("warm"))
+        for i in range(n):
+            t0 = time.perf_counter()
+            r = await client.chat.completions.create(model="fake-model", messages=STEP.messages(f"pb-{i}"),
+                                                     temperature=0.8, top_p=0.95, response_format=rf)
+            Answer.model_validate_json(r.choices[0].message.content)
+            t1 = time.perf_counter()
+            res = await llm.run(STEP, f"pl-{i}")
+            t2 = time.perf_counter()
+            assert res.ok, res.failure
+            diffs.append((t2 - t1) - (t1 - t0))
+        t3 = time.perf_counter()
+    close = time.perf_counter() - t3
+    await client.close()
+    return [d + close / n for d in diffs]
+
+
+def pct(v: list[float], q: float) -> float:
+    v = sorted(v)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
 
 
 async def run_batch(cfg: LLMConfig, xs: list[str], run_dir: str) -> float:
@@ -91,15 +121,20 @@ async def bare_concurrent(url: str, c: int, n: int) -> float:
     return n / dt
 
 
-def throughput(url: str, latency: float, levels: list[int], rounds: int, tmp: str) -> list[tuple]:
+def throughput(url: str, latency: float, levels: list[int], rounds: int, tmp: str, repeats: int = 3) -> list[tuple]:
+    """Ours and the bare client alternate ``repeats`` times per level; the best of each is
+    kept (a shared machine only ever slows a pass down)."""
     rows = []
     for c in levels:
-        n = max(c * rounds, 10)
-        xs = [f"tp-{c}-{i}" for i in range(n)]
-        dt = asyncio.run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}"), xs, f"{tmp}/tp-{c}"))
-        bare = asyncio.run(bare_concurrent(url, c, n))
+        n = max(c * rounds, 20)
+        dts, bares = [], []
+        for r in range(repeats):
+            xs = [f"tp-{c}-{r}-{i}" for i in range(n)]
+            dts.append(asyncio.run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}-{r}"), xs, f"{tmp}/tp-{c}-{r}")))
+            bares.append(asyncio.run(bare_concurrent(url, c, n)))
+        dt, bare = min(dts), max(bares)
         ideal = c / latency
-        rows.append((c, n, n / dt, bare, ideal, n / dt / ideal))
+        rows.append((c, n, n / dt, bare, ideal, n / dt / ideal, n / dt / bare))
     return rows
 
 
@@ -128,6 +163,10 @@ def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
     out["layer call, cache miss (0 ms server)"] = miss * 1e3
     out["  => framework overhead on a miss"] = (miss - bare) * 1e3
     out["layer call, cache hit (lookup+validate+row)"] = hit * 1e3
+    # distribution: each miss timed alone, against each bare call timed alone
+    diffs = asyncio.run(paired_overhead(url0, config(url0, 1, f"{tmp}/cache-ohd"), n, f"{tmp}/ohd"))
+    for q, name in ((0.5, "median"), (0.95, "p95")):
+        out[f"  => overhead per miss, {name} (paired: layer call - bare call)"] = pct(diffs, q) * 1e3
     # components
     cache = CallCache(f"{tmp}/cache-comp")
     payload = {"content": '{"answer": "x", "confidence": 1}', "refusal": None, "finish_reason": "stop",
@@ -152,12 +191,23 @@ def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
     for _ in range(n):
         parse_output(payload["content"], Answer)
     out["output validation"] = (time.perf_counter() - t0) / n * 1e3
-    log = CallLog(RunStore(f"{tmp}/comp-run"), "r", flush_every=1)
+    def rows(log: CallLog) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            log.add(CallRecord(call_id=new_call_id(), run_id="r", role="bench", step="bench", endpoint="fake",
+                               model="m", backend="openai", prompt_version="v1", cache_key=keys[0]))
+        log.close()
+        return (time.perf_counter() - t0) / n * 1e3
+
+    out["llm_calls row (1 Parquet part per call, no group commit)"] = rows(
+        CallLog(RunStore(f"{tmp}/comp-run"), "r", flush_every=1))
+    gcache = CallCache(f"{tmp}/cache-gc", group_commit=True)
     t0 = time.perf_counter()
-    for _ in range(n):
-        log.add(CallRecord(call_id=new_call_id(), run_id="r", role="bench", step="bench", endpoint="fake",
-                           model="m", backend="openai", prompt_version="v1", cache_key=keys[0]))
-    out["llm_calls row (1 Parquet part per call)"] = (time.perf_counter() - t0) / n * 1e3
+    for k in keys:
+        gcache.put(k, payload)
+    out["cache put, group commit (staged; commit at close)"] = (time.perf_counter() - t0) / n * 1e3
+    out["llm_calls row + cache entry, group commit (incl. final commit)"] = rows(
+        CallLog(RunStore(f"{tmp}/comp-run-gc"), "r", flush_every=64, cache=gcache, commit_interval_s=0.1))
     return out
 
 
@@ -167,26 +217,34 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--levels", type=int, nargs="+", default=[1, 8, 32, 64])
     ap.add_argument("--rounds", type=int, default=5, help="calls per level = concurrency x rounds")
     ap.add_argument("--n-overhead", type=int, default=200)
-    ap.add_argument("--flush-every", type=int, default=1, help="accounting_flush_every (rows per Parquet part)")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating passes per level (best of each kept)")
+    ap.add_argument("--flush-every", type=int, default=None,
+                    help="accounting_flush_every (calls per group commit; default: the config's)")
+    ap.add_argument("--commit-interval-ms", type=float, default=None,
+                    help="commit_interval_ms (0 = synchronous per-call writes, the old path; default: the config's)")
     a = ap.parse_args(argv)
-    global FLUSH_EVERY
-    FLUSH_EVERY = a.flush_every
+    if a.flush_every is not None:
+        COMMIT["accounting_flush_every"] = a.flush_every
+    if a.commit_interval_ms is not None:
+        COMMIT["commit_interval_ms"] = a.commit_interval_ms
+    eff_cfg = LLMConfig(**COMMIT)
     latency = a.latency_ms / 1000.0
     srv, url = start_server(latency)
     srv0, url0 = start_server(0.0)
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            tp = throughput(url, latency, a.levels, a.rounds, tmp)
+            tp = throughput(url, latency, a.levels, a.rounds, tmp, a.repeats)
             oh = overhead(url0, a.n_overhead, tmp)
     finally:
         for p in (srv, srv0):
             p.terminate()
             p.wait(5)
     print(f"\nThroughput, fake server latency {a.latency_ms:.0f} ms (cache misses, full path, "
-          f"accounting_flush_every={a.flush_every})")
-    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'bare client':>12} {'ideal':>8} {'efficiency':>10}")
-    for c, n, cps, bare, ideal, eff in tp:
-        print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>12.1f} {ideal:>8.1f} {eff:>9.0%}")
+          f"accounting_flush_every={eff_cfg.accounting_flush_every}, commit_interval_ms={eff_cfg.commit_interval_ms:g})")
+    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'bare client':>12} {'ideal':>8} {'efficiency':>10}"
+          f" {'ours/bare':>9}")
+    for c, n, cps, bare, ideal, eff, ratio in tp:
+        print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>12.1f} {ideal:>8.1f} {eff:>9.0%} {ratio:>9.2f}")
     print("(bare client = the openai SDK alone at that concurrency: the CPU ceiling of this machine;"
           " efficiency = calls/s / ideal)")
     print(f"\nPer-call cost in ms (n={a.n_overhead})")
