@@ -1,5 +1,5 @@
 """``mtr abstention``: content-based abstention evaluation of a benchmark along a retriever
-ladder (see ``evaluation/abstention``). Runs as plain functions; ``--flow`` runs the same
+ladder (see ``evaluation/abstention``). Runs as plain functions; ``--prefect`` runs the same
 work as a Prefect flow with a Markdown artifact.
 
 Examples:
@@ -112,7 +112,8 @@ def register(app: typer.Typer) -> None:
                                                        "for dense rungs."),
         include_unanswerable: bool = typer.Option(False, "--include-unanswerable", help="Also analyse turns the "
                                                   "benchmark marks unanswerable (content label: no)."),
-        as_flow: bool = typer.Option(False, "--flow", help="Run as a Prefect flow with a Markdown artifact."),
+        prefect: bool = typer.Option(False, "--prefect/--no-prefect",
+                                     help="Run as a Prefect flow with a Markdown artifact."),
     ) -> None:
         """Label retrieved contexts by content and measure how wrong the "no gold in top-5" abstention rule is,
         per retriever. Example: mtr abstention --benchmark tests/data/mtrag --format mtrag --domain clapnq"""
@@ -138,7 +139,7 @@ def register(app: typer.Typer) -> None:
         llm = LLMConfig.from_file(llm_config) if llm_config is not None else None
         out_dir = out or Path("mtr-runs") / new_run_id("abstention")
         try:
-            if as_flow:
+            if prefect:
                 from flows.abstention_flow import run_abstention_flow
                 res = run_abstention_flow(benchmark, fmt, domain, out_dir, cfg, llm_config)
             else:

@@ -70,3 +70,25 @@ def test_prefect_flow_publishes_the_markdown_artifact(tmp_path, prefect_harness)
     arts = asyncio.run(artifacts())
     assert res.files["html"].exists()
     assert any(a.key == "abstention-flow-run" and "DEMONSTRATION" in (a.data or "") for a in arts)
+
+
+def test_prefect_option_runs_the_flow_and_flow_option_is_gone(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    import flows.abstention_flow
+    from flows.cli import app
+    calls = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_flow(benchmark, fmt, domain, out_dir, cfg, llm_config):
+        calls.append((fmt, domain, out_dir, cfg.limit))
+        raise Stop
+    monkeypatch.setattr(flows.abstention_flow, "run_abstention_flow", fake_flow)
+    base = ["abstention", "--benchmark", str(MTRAG), "--format", "mtrag", "--domain", "cloud", "--limit", "7",
+            "--out", str(tmp_path / "x")]
+    res = CliRunner().invoke(app, [*base, "--prefect"])
+    assert isinstance(res.exception, Stop) and calls == [("mtrag", "cloud", tmp_path / "x", 7)]
+    res = CliRunner().invoke(app, [*base, "--flow"])
+    assert res.exit_code == 2 and "No such option" in res.output and len(calls) == 1
