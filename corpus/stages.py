@@ -10,7 +10,7 @@ from corpus.chunk import chunk_documents
 from corpus.clean import clean_documents
 from corpus.dedup import find_duplicates
 from corpus.load import load_corpus
-from storage.records import Chunk, Document, Rejected
+from storage.records import Document, Rejected
 from storage.schemas import CHUNKS, DOCUMENTS, REJECTED, table_from_rows
 from storage.store import RunStore
 
@@ -80,9 +80,3 @@ def chunk(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, A
     return {"documents": total, "chunks": len(chunks), "chunks_rejected": len(rejected),
             "chunk_duplicates": n_dups,
             "mean_chars": round(sum(lens) / len(lens), 1) if lens else 0.0}
-
-
-def read_chunks(store: RunStore) -> list[Chunk]:
-    t = store.read_table("chunks", columns=["chunk_id", "doc_id", "chunk_index", "title", "text",
-                                             "start_char", "end_char"])
-    return [Chunk(**r) for r in t.to_pylist()]

@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -252,8 +252,3 @@ def list_runs(root: str | os.PathLike) -> list[RunStore]:
                 fs.get_file_info(f"{info.path}/{MANIFEST}").type == pafs.FileType.File:
             out.append(RunStore(info.path if "://" not in str(root) else f"{root.rstrip('/')}/{info.base_name}"))
     return sorted(out, key=lambda r: r.read_manifest().get("created_at", ""))
-
-
-def rows_to_table(rows: Iterable[dict], name: str) -> pa.Table:
-    from storage.schemas import table_from_rows
-    return table_from_rows(list(rows), SCHEMAS[name])
