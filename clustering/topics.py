@@ -5,6 +5,14 @@ is slow at 384 dimensions (see stack.md: 51 s -> 6 s on 10k points). Noise point
 topic -1 at chunk level; a conversation cluster gets the majority topic of its chunks, or,
 when all of them are noise, the topic whose centroid is nearest to the cluster's mean.
 Later stages use cluster topics to pick *far* clusters for hard topic switches.
+
+Scale: above ``sample_size`` chunks, PCA and HDBSCAN run on a seeded sample of that many
+chunks and every other chunk takes the topic (and probability) of its nearest sample point
+in the PCA space (FAISS flat L2; noise when that point is noise); keywords come from the
+sample. Full HDBSCAN is quadratic in practice (950 s at 100k on 2 cores); the sample keeps
+topics at a fixed cost. Agreement with full HDBSCAN (ARI) is measured by
+``benchmarks/clustering.py --topics-ari`` and stated in the README. At or below
+``sample_size`` nothing changes: full HDBSCAN on every chunk.
 """
 from __future__ import annotations
 
@@ -23,6 +31,8 @@ class TopicConfig(BaseModel):
     reduce_dims: int | None = Field(32, ge=2, description="PCA dimensions before HDBSCAN; None = no reduction")
     n_keywords: int = Field(5, ge=1)
     seed: int = 0
+    sample_size: int = Field(20000, ge=100, description="above this many chunks: HDBSCAN on a seeded sample, "
+                                                        "the rest by nearest sample point")
 
 
 @dataclass
@@ -37,6 +47,8 @@ class TopicResult:
 def fit_topics(vectors: np.ndarray, texts: list[str], cfg: TopicConfig | None = None) -> TopicResult:
     cfg = cfg or TopicConfig()
     n = len(vectors)
+    if n > cfg.sample_size:
+        return fit_topics_sampled(vectors, texts, cfg)
     if n < max(cfg.min_cluster_size * 2, 4):
         labels = np.full(n, -1, dtype=np.int64)
         probs = np.zeros(n, dtype=np.float32)
@@ -57,6 +69,53 @@ def fit_topics(vectors: np.ndarray, texts: list[str], cfg: TopicConfig | None = 
     for t in topic_ids:
         c = np.asarray(vectors)[labels == t].mean(axis=0)
         centroids[t] = c / (np.linalg.norm(c) or 1.0)
+    return TopicResult(labels, probs, keywords, sizes, centroids)
+
+
+def fit_topics_sampled(vectors: np.ndarray, texts: list[str], cfg: TopicConfig) -> TopicResult:
+    """HDBSCAN on a seeded sample of ``cfg.sample_size`` chunks; the rest by nearest sample point."""
+    import faiss
+    import hdbscan
+    from sklearn.decomposition import PCA
+    n, d = vectors.shape
+    rng = np.random.default_rng(cfg.seed)
+    sample = np.sort(rng.choice(n, cfg.sample_size, replace=False))
+    xs = np.asarray(vectors[sample], dtype=np.float64)
+    pca = None
+    if cfg.reduce_dims and d > cfg.reduce_dims and len(sample) > cfg.reduce_dims:
+        pca = PCA(n_components=cfg.reduce_dims, random_state=cfg.seed).fit(xs)
+        zs = pca.transform(xs)
+    else:
+        zs = xs
+    model = hdbscan.HDBSCAN(min_cluster_size=cfg.min_cluster_size, min_samples=cfg.min_samples, core_dist_n_jobs=1)
+    s_labels = model.fit_predict(zs).astype(np.int64)
+    s_probs = np.asarray(model.probabilities_, dtype=np.float32)
+    index = faiss.IndexFlatL2(zs.shape[1])
+    index.add(np.ascontiguousarray(zs, dtype=np.float32))
+    labels = np.empty(n, dtype=np.int64)
+    probs = np.empty(n, dtype=np.float32)
+    step = 65536
+    for a in range(0, n, step):
+        block = np.asarray(vectors[a:a + step], dtype=np.float64)
+        z = pca.transform(block) if pca is not None else block
+        _, nn = index.search(np.ascontiguousarray(z, dtype=np.float32), 1)
+        labels[a:a + step] = s_labels[nn[:, 0]]
+        probs[a:a + step] = s_probs[nn[:, 0]]
+    labels[sample] = s_labels
+    probs[sample] = s_probs
+    keywords = ctfidf_keywords([texts[i] for i in sample], s_labels, cfg.n_keywords)
+    tids, counts = np.unique(labels, return_counts=True)
+    sizes = {int(t): int(c) for t, c in zip(tids, counts)}
+    centroids: dict[int, np.ndarray] = {}
+    rows = np.flatnonzero(labels >= 0)
+    if len(rows):
+        from scipy.sparse import csr_matrix        # topic sums without copying the vectors
+        t_ids = np.unique(labels[rows])
+        member = csr_matrix((np.ones(len(rows), dtype=np.float32), (np.searchsorted(t_ids, labels[rows]), rows)),
+                            shape=(len(t_ids), n))
+        sums = np.asarray(member @ vectors, dtype=np.float64)
+        for t, c in zip(t_ids.tolist(), sums):
+            centroids[int(t)] = c / (np.linalg.norm(c) or 1.0)
     return TopicResult(labels, probs, keywords, sizes, centroids)
 
 
