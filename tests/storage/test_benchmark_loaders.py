@@ -1,6 +1,6 @@
 """The benchmark loader registry (storage/benchmark/registry.py) and the loaders it dispatches to,
 on tiny hand-written fixtures (the audit-side tests of the ChatRAG/CORAL/TopiOCQA adapters
-live in tests/audit/test_adapters.py)."""
+live in tests/evaluation/audit/test_adapters.py)."""
 from __future__ import annotations
 
 import gzip

@@ -12,7 +12,7 @@ import pytest
 from agents.testing.fake_server import FakeLLMServer
 from evaluation.abstention import AbstentionConfig, AbstentionError, run_abstention
 
-from tests.abstention.helpers import (ModelRoutedServer, judge_label, last_question, probe_p, prompt_text,
+from tests.evaluation.abstention.helpers import (ModelRoutedServer, judge_label, last_question, probe_p, prompt_text,
                                      sub_benchmark)
 
 

@@ -5,7 +5,7 @@ import pytest
 
 from agents.testing.fake_server import Reply
 from evaluation.audit import AuditConfig, JudgeConfigError, JudgeSpec, resolve_judges, run_audit
-from tests.audit.conftest import llm_config, synthetic_benchmark
+from tests.evaluation.audit.conftest import llm_config, synthetic_benchmark
 
 
 def _cfg(**kw):

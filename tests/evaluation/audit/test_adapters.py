@@ -8,7 +8,7 @@ from evaluation.audit import AuditConfig, run_audit
 from storage.benchmark import iter_formats, load_benchmark
 from storage.formats import FormatError
 from storage.records import hash_doc_id
-from tests.audit.conftest import MTRAG
+from tests.evaluation.audit.conftest import MTRAG
 
 P = ["The Eiffel Tower is 330 metres tall.", "The Louvre is the world's most-visited museum.",
      "Notre-Dame is a medieval cathedral.", "The Seine flows through Paris.", "Montmartre is a hill in Paris."]

@@ -16,7 +16,7 @@ from evaluation.abstention import AbstentionConfig, run_abstention
 from evaluation.abstention.rule_metrics import rule_metrics
 from storage.formats import read_trec_qrels
 
-from tests.abstention.helpers import MTRAG
+from tests.evaluation.abstention.helpers import MTRAG
 
 RUNGS = ["bm25-turn", "bm25-history", "fusion"]
 BM25_LASTTURN_NDCG10 = {"clapnq": 0.21864442, "cloud": 0.21466447}   # tests/retrieval/test_mtrag.py

@@ -12,7 +12,7 @@ from pathlib import Path
 from agents.testing.fake_server import FakeLLMServer, Reply
 from storage.benchmark import Benchmark
 
-MTRAG = Path(__file__).resolve().parents[1] / "data" / "mtrag"
+MTRAG = Path(__file__).resolve().parents[2] / "data" / "mtrag"
 LABELS = ("yes", "partial", "no")
 
 

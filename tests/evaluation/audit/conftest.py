@@ -12,7 +12,7 @@ from agents.testing.fake_server import FakeLLMServer
 from storage.benchmark import Benchmark, BenchTurn
 from storage.records import Document
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 MTRAG = ROOT / "tests" / "data" / "mtrag"
 
 TOPICS = ["volcano", "glacier", "orchid", "falcon", "copper", "violin", "tundra", "saffron", "comet", "harbor",

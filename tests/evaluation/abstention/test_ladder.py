@@ -10,7 +10,7 @@ from retrieval.bm25 import BM25Retriever
 from storage.benchmark import Benchmark, BenchTurn
 from storage.records import Document
 
-from tests.abstention.helpers import sub_benchmark
+from tests.evaluation.abstention.helpers import sub_benchmark
 
 DOCS = {"d1": "apple banana apple", "d2": "banana split dessert", "d3": "cherry pie recipe",
         "d4": "apple pie with banana", "d5": "grape juice"}

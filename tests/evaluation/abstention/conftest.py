@@ -9,7 +9,7 @@ import pytest
 from agents.config import CacheConfig, EndpointConfig, LLMConfig, RetryConfig
 from agents.testing.fake_server import FakeLLMServer
 from storage.benchmark import Benchmark, load_benchmark
-from tests.abstention.helpers import MTRAG, ModelRoutedServer
+from tests.evaluation.abstention.helpers import MTRAG, ModelRoutedServer
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from evaluation.abstention import AbstentionConfig, run_abstention, select_turns
 from evaluation.abstention.config import DEFAULT_LADDER
-from tests.abstention.helpers import MTRAG, sub_benchmark
+from tests.evaluation.abstention.helpers import MTRAG, sub_benchmark
 
 
 def test_unanswerable_turns_and_answer_check(mtrag_clapnq, tmp_path):

@@ -8,7 +8,7 @@ from scipy.stats import chisquare
 
 from evaluation.audit import AuditConfig, human_agreement_from_run, run_audit
 from storage.benchmark import Benchmark, load_benchmark
-from tests.audit.conftest import MTRAG
+from tests.evaluation.audit.conftest import MTRAG
 
 
 @pytest.fixture(scope="module")

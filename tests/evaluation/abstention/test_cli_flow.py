@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.abstention.helpers import MTRAG
+from tests.evaluation.abstention.helpers import MTRAG
 
 
 def _mtr(*args):

@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.cli_audit import benchmark_specs
 from common.errors import UserError
-from tests.audit.conftest import MTRAG
-from tests.audit.test_adapters import _chatrag_rows
+from tests.evaluation.audit.conftest import MTRAG
+from tests.evaluation.audit.test_adapters import _chatrag_rows
 
 
 def test_cli_offline_audit_of_mtrag_sample(tmp_path):
