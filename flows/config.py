@@ -100,7 +100,15 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
 
 
 class EvalConfig(BaseModel):
-    """Retrieval evaluation of a synthesized benchmark (used by `mtr demo` and `mtr evaluate --benchmark`)."""
+    """The ``[eval]`` section: retrieval evaluation of a synthesized benchmark, run by ``mtr demo``
+    and by the scheduled regeneration flow (``mtr evaluate --benchmark`` takes flags instead).
+
+    Attributes:
+        retrievers: retrievers to evaluate (``bm25``, ``dense``, ``hybrid``, ``rrf``).
+        query_modes: conversational query modes (``last_turn``, ``all_user_turns``,
+            ``full_history``, ``rewrite``).
+        k: retrieval depth, documents retrieved per query (as ``mtr evaluate --depth``).
+    """
     model_config = ConfigDict(extra="forbid")
     retrievers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
     query_modes: list[str] = Field(default_factory=lambda: ["last_turn", "full_history", "rewrite"])
