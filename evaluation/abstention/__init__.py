@@ -2,8 +2,8 @@
 
 Label every (turn, retriever) top-k context by what its passages say, not by whether a
 qrels passage made it in, and measure how wrong the "no gold in the top-k" rule is, per
-retriever, along a ladder from weak to strong retrievers. The ten steps of
-``shared/docs/abstention-method.md``, one module each:
+retriever, along a ladder from weak to strong retrievers. The ten steps of the method, one
+module each:
 
 ====================  =========================================================
 step                  module
@@ -20,7 +20,10 @@ step                  module
 9 comparison flips    :mod:`.flips`
 10 relabel            :mod:`.relabel`
 recipe step 1         :mod:`.review` (human-review export)
-outputs               :mod:`.report`, :mod:`.schemas`
+statistics 2-10       :mod:`.steps` (one typed function per step, no I/O)
+outputs               :mod:`.result` (the result type), :mod:`.tables`
+                      (Parquet), :mod:`.report` (CSV, plot, Markdown, HTML),
+                      :mod:`.schemas`
 ====================  =========================================================
 
 The verb is :func:`run_abstention` (:mod:`.run`); settings: :class:`AbstentionConfig`.
@@ -28,10 +31,11 @@ See ``evaluation/abstention/README.md``.
 
 References:
     "Better Retrievers, Worse Labels: How Incomplete Relevance Judgments Distort Abstention
-    Evaluation in Conversational RAG" (summary: ``shared/seeds/001_6ca7a48b9eb2ace5.txt``).
+    Evaluation in Conversational RAG".
 """
 from evaluation.abstention.config import AbstentionConfig, AbstentionError
-from evaluation.abstention.run import AbstentionResult, load_for_abstention, run_abstention, select_turns
+from evaluation.abstention.result import AbstentionResult
+from evaluation.abstention.run import load_for_abstention, run_abstention, select_turns
 
 __all__ = ["AbstentionConfig", "AbstentionError", "AbstentionResult", "load_for_abstention", "run_abstention",
            "select_turns"]

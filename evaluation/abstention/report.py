@@ -5,17 +5,14 @@ stand-ins opens with the demonstration notice.
 """
 from __future__ import annotations
 
-import base64
 import csv
-import html
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from evaluation.abstention.provenance import CLASSES
-
-if TYPE_CHECKING:  # pragma: no cover
-    from evaluation.abstention.run import AbstentionResult
+from evaluation.abstention.result import AbstentionResult
+from evaluation.html import escape, html_table, page_start, png_data_uri, write_page
 
 MAIN_COLUMNS = [  # (key, header, kind)
     ("retriever", "retriever", "s"), ("ndcg", "nDCG@{k}", "f"), ("n_contexts", "contexts", "i"),
@@ -47,7 +44,7 @@ def _auroc_header(col: str) -> str:
     return f"AUROC {det} vs {lab}"
 
 
-def main_table(res: "AbstentionResult") -> tuple[list[str], list[list[str]]]:
+def main_table(res: AbstentionResult) -> tuple[list[str], list[list[str]]]:
     k = res.config.eval_k
     headers = [h.format(k=k) for _, h, _ in MAIN_COLUMNS] + [_auroc_header(c) for c in res.auroc_columns]
     rows = []
@@ -63,7 +60,7 @@ def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def sections(res: "AbstentionResult") -> list[tuple[str, list[str], list[list[str]], str]]:
+def sections(res: AbstentionResult) -> list[tuple[str, list[str], list[list[str]], str]]:
     """(title, headers, rows, text) of every report section after the main table."""
     out = []
     lad = res.ladder
@@ -124,7 +121,7 @@ def sections(res: "AbstentionResult") -> list[tuple[str, list[str], list[list[st
     return out
 
 
-def markdown(res: "AbstentionResult") -> str:
+def markdown(res: AbstentionResult) -> str:
     parts = [f"# Abstention evaluation: {res.benchmark}", ""]
     if res.offline_demo:
         parts += [f"> **{res.notes[0]}**", ""]
@@ -145,7 +142,7 @@ def markdown(res: "AbstentionResult") -> str:
     return "\n".join(parts)
 
 
-def plot_ladder(res: "AbstentionResult", path: str | Path) -> Path:
+def plot_ladder(res: AbstentionResult, path: str | Path) -> Path:
     """False-miss rate (yes; yes+partial) and Youden's J along the ladder (matplotlib Agg)."""
     from matplotlib.figure import Figure
     rows = res.per_retriever
@@ -179,39 +176,29 @@ td:first-child{text-align:left}
 .note{color:#555}img{max-width:100%}"""
 
 
-def _html_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def write_html(res: "AbstentionResult", path: str | Path, plot: Path | None) -> Path:
+def write_html(res: AbstentionResult, path: str | Path, plot: Path | None) -> Path:
     title = f"Abstention evaluation: {res.benchmark}"
-    p = [f"<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
-         f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
+    p = [page_start(title, _CSS) + f"<h1>{escape(title)}</h1>"]
     if res.offline_demo:
-        p.append(f"<p class=\"demo\">{html.escape(res.notes[0])}</p>")
+        p.append(f"<p class=\"demo\">{escape(res.notes[0])}</p>")
     h, rows = main_table(res)
-    p.append(f"<h2>Per retriever (content labels: {html.escape(next(iter(res.judgments)))})</h2>"
-             + _html_table(h, rows))
+    p.append(f"<h2>Per retriever (content labels: {escape(next(iter(res.judgments)))})</h2>"
+             + html_table(h, rows))
     if plot is not None:
-        uri = "data:image/png;base64," + base64.b64encode(Path(plot).read_bytes()).decode("ascii")
-        p.append(f"<img alt=\"false-miss rate and Youden's J along the ladder\" src=\"{uri}\">")
+        p.append(f"<img alt=\"false-miss rate and Youden's J along the ladder\" src=\"{png_data_uri(plot)}\">")
     for t, headers, rws, text in sections(res):
-        p.append(f"<h2>{html.escape(t)}</h2>")
+        p.append(f"<h2>{escape(t)}</h2>")
         if headers:
-            p.append(_html_table(headers, rws))
-        p.append(f"<p class=\"note\">{html.escape(text)}</p>")
+            p.append(html_table(headers, rws))
+        p.append(f"<p class=\"note\">{escape(text)}</p>")
     rest = res.notes[1:] if res.offline_demo else res.notes
     if rest:
-        p.append("<h2>Notes</h2><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in rest) + "</ul>")
+        p.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in rest) + "</ul>")
     p.append("</body></html>")
-    out = Path(path)
-    out.write_text("\n".join(p), encoding="utf-8")
-    return out
+    return write_page(path, p)
 
 
-def write_outputs(res: "AbstentionResult") -> None:
+def write_outputs(res: AbstentionResult) -> None:
     """per_retriever.csv, ladder.png, summary.md and report.html into ``res.out_dir``."""
     out = res.out_dir
     csv_path = out / "per_retriever.csv"

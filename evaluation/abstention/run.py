@@ -1,7 +1,13 @@
 """The verb of the package: :func:`run_abstention` runs the ten steps of the content-based
-abstention analysis (``shared/docs/abstention-method.md``) on one benchmark and writes
+abstention analysis (listed in :mod:`evaluation.abstention`) on one benchmark and writes
 every table, the human-review export, the relabel suggestions, a plot, a Markdown summary
 and one self-contained HTML report into a run directory.
+
+It runs in three parts: the LLM phase (:class:`_LLMPhase`: the ladder, content labels,
+negative-control labels, answer-model probes and the answer check, in one LLM session,
+giving :class:`LLMLabels`), the statistics (:func:`analyse`, one function of :mod:`.steps`
+per step, no I/O) and the outputs (:func:`write_run`: :mod:`.tables`, :mod:`.review`,
+:mod:`.relabel`, :mod:`.report`, the manifest).
 
 Inputs:
     a :class:`storage.benchmark.Benchmark` (or a path + format + domain), an
@@ -29,81 +35,36 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Callable, Mapping
 
 from agents.config import LLMConfig
 from agents.errors import LogprobsUnsupported
 from agents.session import LLMSession
-from evaluation.abstention import schemas as S
-from evaluation.abstention.agreement import Agreement, agreement
+from evaluation.abstention import steps
 from evaluation.abstention.answer_check import GROUPS, AnswerQuestion, GroupAccuracy, JudgeAnswer, group_accuracy
-from evaluation.abstention.auroc import auroc_test
 from evaluation.abstention.config import AbstentionConfig, AbstentionError
 from evaluation.abstention.contexts import Context, build_contexts, step_input
-from evaluation.abstention.detectors import TOP1, AnswerabilityProbe, DetectorStatus, p_answerable, top1_scores
+from evaluation.abstention.detectors import TOP1, AnswerabilityProbe, DetectorStatus, p_answerable
 from evaluation.abstention.expansions import ExpandQuery
-from evaluation.abstention.flips import Comparison, ContextRow, Flip, FlipSummary, comparisons, flips
 from evaluation.abstention.judges import Judgment, make_judge, to_judgment
-from evaluation.abstention.ladder import Ladder, LadderError, LadderResult
-from evaluation.abstention.near_duplicates import NearDupFloor, ShingleIndex, near_dup_floor
-from evaluation.abstention.negative_control import ControlResult, control_result, pair_foreign
-from evaluation.abstention.provenance import PassageClass, TurnFacts, class_shares, classify, classify_contexts
-from evaluation.abstention.relabel import Suggestion, suggestions, write_suggestions
+from evaluation.abstention.ladder import Ladder, LadderError, LadderResult, parse_rung
+from evaluation.abstention.near_duplicates import ShingleIndex
+from evaluation.abstention.negative_control import pair_foreign
+from evaluation.abstention.relabel import write_suggestions
+from evaluation.abstention.report import write_outputs
+from evaluation.abstention.result import AbstentionResult
 from evaluation.abstention.review import sample_for_review, write_review
-from evaluation.abstention.roles import Roles, model_family, resolve_roles
-from evaluation.abstention.rule_metrics import RuleMetrics, rule_metrics
-from evaluation.abstention.sources import PageIndex, conversation_qrels, other_turn_qrels
+from evaluation.abstention.roles import Roles, resolve_roles
+from evaluation.abstention.sources import PageIndex
 from evaluation.abstention.sources import hard_negatives as find_hard_negatives
+from evaluation.abstention.tables import write_tables
 from storage.benchmark import Benchmark, BenchTurn, load_benchmark
 from storage.store import RunStore
 
 Progress = Callable[[str, int, int], None]
-
-
-@dataclass
-class AbstentionResult:
-    """Everything :func:`run_abstention` computed (the same numbers as the files it wrote).
-
-    Attributes:
-        per_retriever: the main table (primary judge), one dict per rung, ladder order.
-        auroc_columns: the AUROC columns of ``per_retriever`` (``auroc:<detector>:<labelling>``).
-        offline_demo: True when any part is an offline stand-in.
-        stand_ins: which parts are stand-ins.
-        notes: sentences shown in every report (skips, flags, failures).
-        files: output paths by name.
-        markdown: the summary (Prefect artifact).
-    """
-
-    out_dir: Path
-    benchmark: str
-    config: AbstentionConfig
-    offline_demo: bool
-    stand_ins: list[str]
-    ladder: LadderResult
-    contexts: list[Context]
-    judgments: dict[str, dict[tuple, Judgment]]
-    rule_metrics: dict[tuple[str, str], RuleMetrics]
-    per_retriever: list[dict]
-    auroc_columns: list[str]
-    agreements: list[tuple[str, Agreement]]
-    negative_control: dict[str, ControlResult]
-    near_dup: dict[str, NearDupFloor]
-    aurocs: list[dict]
-    detectors: list[DetectorStatus]
-    provenance: list[PassageClass]
-    provenance_shares: dict[str, dict[str, dict[str, float]]]
-    comparisons: list[Comparison]
-    flips: list[Flip]
-    flip_summaries: list[FlipSummary]
-    answer_check: list[GroupAccuracy] | None
-    suggestions: list[Suggestion]
-    notes: list[str] = field(default_factory=list)
-    files: dict[str, Path] = field(default_factory=dict)
-    markdown: str = ""
 
 
 # --------------------------------------------------------------------------------------
@@ -168,13 +129,12 @@ def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, confi
     if isinstance(benchmark, (str, Path)):
         if not format:
             raise AbstentionError("a benchmark path needs its format (mtrag, ours or beir)")
-        bench, hn = load_for_abstention(benchmark, format, domain)
+        bench, negatives = load_for_abstention(benchmark, format, domain)
     else:
-        bench, hn = benchmark, find_hard_negatives(benchmark)
+        bench, negatives = benchmark, find_hard_negatives(benchmark)
     if hard_negatives is not None:
-        hn = {k: dict(v) for k, v in hard_negatives.items()}
+        negatives = {k: dict(v) for k, v in hard_negatives.items()}
     try:
-        from evaluation.abstention.ladder import parse_rung
         for r in cfg.retrievers:
             parse_rung(r)
     except LadderError as exc:
@@ -184,22 +144,51 @@ def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, confi
     if not turns:
         raise AbstentionError(f"benchmark {bench.name} has no turn with a relevant qrels passage to analyse")
     store = RunStore(str(out_dir)).ensure()
-    analysis = _Analysis(bench, turns, cfg, roles, store, hn, progress or (lambda *a: None))
-    return asyncio.run(analysis.run())
+    labels = asyncio.run(_LLMPhase(bench, turns, cfg, roles, store, progress or (lambda *a: None)).run())
+    result = analyse(bench, turns, cfg, roles, negatives, labels, Path(store.path))
+    write_run(store, result, bench, turns, roles, labels.call_rows)
+    return result
 
 
-class _Analysis:
+@dataclass
+class LLMLabels:
+    """What the LLM phase of the analysis produced (steps 1-3, the answer-model probes of
+    step 6 and step 7); the input of :func:`analyse`.
+
+    Attributes:
+        ladder: step 1, the retriever ladder's runs and nDCG.
+        contexts: step 2, every (retriever, turn) top-k context with its rule label.
+        judgments: ``{judge: {context key: Judgment}}`` (benchmark-unanswerable turns: ``no``).
+        control_labels: step 3, the judges' labels on borrowed contexts (``{}``: no pairs).
+        probabilities: ``{answer-model detector: {context key: P(answerable)}}``.
+        detectors: availability of every detector.
+        answer_check: step 7 (None when not run).
+        call_rows: one ``judge_calls`` row per LLM call.
+        notes: sentences for the reports (skips, failures, budget stops).
+    """
+
+    ladder: LadderResult
+    contexts: list[Context]
+    judgments: dict[str, dict[tuple, Judgment]]
+    control_labels: dict[str, dict[tuple, Judgment]]
+    probabilities: dict[str, dict[tuple, float]]
+    detectors: list[DetectorStatus]
+    answer_check: list[GroupAccuracy] | None
+    call_rows: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class _LLMPhase:
+    """The LLM calls of the analysis (one :class:`LLMSession`): expansions and the ladder,
+    content labels, negative-control labels, answer-model probes and the answer check."""
+
     def __init__(self, bench: Benchmark, turns: list[BenchTurn], cfg: AbstentionConfig, roles: Roles,
-                 store: RunStore, hn: dict[str, dict[str, str]], progress: Progress) -> None:
+                 store: RunStore, progress: Progress) -> None:
         self.bench, self.turns, self.cfg, self.roles, self.store = bench, turns, cfg, roles, store
-        self.hn = hn
         self.progress = progress
         self.by_id = {t.sample_id: t for t in turns}
         self.notes: list[str] = []
         self.call_rows: list[dict] = []
-        self.texts = {d: doc.text for d, doc in bench.corpus.items()}
-        self.judge_names = [p.name for p in roles.judges]
-        self.primary = self.judge_names[0]
 
     # -- LLM helpers --------------------------------------------------------------------
     async def _map(self, llm: LLMSession, step, inputs: list, ids: list[str], purpose: str, who: str):
@@ -311,7 +300,10 @@ class _Analysis:
             elif j.label == "no" and j.backend != "rule":
                 un.setdefault(c.key, c)
         n = self.cfg.answer_check_n
-        pick = lambda d: rng.sample(sorted(d), min(n, len(d)))  # noqa: E731
+
+        def pick(found: Mapping[tuple, Context]) -> list[tuple]:
+            return rng.sample(sorted(found), min(n, len(found)))
+
         fm_keys, un_keys = pick(fm), pick(un)
         nc_ids = list(dict.fromkeys(k[0] for k in fm_keys))
         groups: dict[str, list[dict]] = {
@@ -346,18 +338,19 @@ class _Analysis:
         return out
 
     # -- main -----------------------------------------------------------------------------
-    async def run(self) -> AbstentionResult:
+    async def run(self) -> LLMLabels:
         cfg = self.cfg
         emb_cache = cfg.embedding_cache or str(self.store.local_dir("cache", "embeddings"))
         ladder = Ladder(self.bench, self.turns, cfg, cache_dir=emb_cache)
+        primary = self.roles.judges[0].name
         async with LLMSession(self.roles.config, store=self.store) as llm:
             # step 1: ladder
-            exps, exp_backend = await self._expansions(llm, ladder)
+            expansions, expansion_backend = await self._expansions(llm, ladder)
             self.progress("ladder", 0, len(ladder.specs))
-            lres = ladder.run(expansions=exps, expansion_backend=exp_backend)
+            ladder_result = ladder.run(expansions=expansions, expansion_backend=expansion_backend)
             self.progress("ladder", len(ladder.specs), len(ladder.specs))
             # step 2: contexts, rule labels, content labels
-            contexts = build_contexts(lres.runs, self.turns, cfg.context_k)
+            contexts = build_contexts(ladder_result.runs, self.turns, cfg.context_k)
             judged_keys: dict[tuple, dict] = {}
             fixed: dict[tuple, Judgment] = {}
             for c in contexts:
@@ -372,7 +365,7 @@ class _Analysis:
             if n_no_ref:
                 self.notes.append(f"{n_no_ref} turns have no reference answer: their contexts are not judged and "
                                   "are left out of every content-label statistic.")
-            for j in self.judge_names:
+            for j in judgments:
                 for k, v in fixed.items():
                     judgments[j][k] = Judgment(j, v.label, (), v.reason, v.backend)
             # step 3: negative control
@@ -391,268 +384,105 @@ class _Analysis:
                                                    cfg.max_passage_chars)
             probs, det_status = await self._probe(llm, probe_keys)
             # step 7
-            answer_check = await self._answer_check(llm, contexts, judgments[self.primary])
+            answer_check = await self._answer_check(llm, contexts, judgments[primary])
         if not pairs:
             self.notes.append("Negative control skipped: it needs at least two conversations.")
         if dropped:
             self.notes.append(f"Negative control: {dropped} borrowed contexts held one of the turn's own qrels "
                               "passages and were dropped.")
-        return self._finish(lres, contexts, judgments, nc_labels, probs, det_status, answer_check)
-
-    # -- statistics and outputs -------------------------------------------------------------
-    def _finish(self, lres: LadderResult, contexts: list[Context], judgments: dict[str, dict[tuple, Judgment]],
-                nc_labels: dict[str, dict[tuple, Judgment]], probs: dict[str, dict[tuple, float]],
-                det_status: list[DetectorStatus], answer_check: list[GroupAccuracy] | None) -> AbstentionResult:
-        cfg = self.cfg
-        retrievers = list(lres.runs)
-        by_r: dict[str, list[Context]] = {r: [c for c in contexts if c.retriever == r] for r in retrievers}
-
-        # step 5: rule metrics per (retriever, judge)
-        rm: dict[tuple[str, str], RuleMetrics] = {}
-        for r in retrievers:
-            for j in self.judge_names:
-                lab = [judgments[j].get(c.key) for c in by_r[r]]
-                rm[(r, j)] = rule_metrics([c.rule_unanswerable for c in by_r[r]],
-                                          [x.label if x is not None else None for x in lab])
-
-        # step 2: agreement of the primary judge with every other judge
-        agreements: list[tuple[str, Agreement]] = []
-        for other in self.judge_names[1:]:
-            def pair_labels(ctxs):
-                la, lb = [], []
-                for c in ctxs:
-                    a, b = judgments[self.primary].get(c.key), judgments[other].get(c.key)
-                    if a is None or b is None or a.backend in ("rule", "benchmark", "none"):
-                        continue
-                    la.append(a.label)
-                    lb.append(b.label)
-                return la, lb
-            for r in retrievers:
-                la, lb = pair_labels(by_r[r])
-                agreements.append((r, agreement(self.primary, la, other, lb)))
-            uniq = list({c.key: c for c in contexts}.values())
-            la, lb = pair_labels(uniq)
-            agreements.append(("all (unique contexts)", agreement(self.primary, la, other, lb)))
-            fam_a, fam_b = model_family(self.primary), model_family(other)
-            if fam_a == fam_b and not (self.roles.judges[0].offline and self.roles.judges[1].offline):
-                self.notes.append(f"Judges {self.primary} and {other} look like the same model family ({fam_a}); "
-                                  "the method asks for a second judge of another family.")
-
-        # step 3
-        nc: dict[str, ControlResult] = {}
-        for j in self.judge_names:
-            if nc_labels:
-                nc[j] = control_result(j, [x.label for x in nc_labels[j].values()], cfg.negative_control_ceiling)
-                if nc[j].unfit:
-                    self.notes.append(f"Judge {j} is flagged UNFIT: it says yes to {nc[j].yes_rate:.1%} of other "
-                                      f"conversations' contexts (ceiling {cfg.negative_control_ceiling:.0%}).")
-
-        # step 4
-        shingle_index = ShingleIndex(self.texts, cfg.near_dup_ngram)
-        floors = near_dup_floor([c for c in contexts if c.gold], shingle_index, cfg.near_dup_threshold)
-
-        # step 6: detectors and AUROC
-        det_scores: dict[str, dict[tuple[str, str], float]] = {TOP1: {}}
-        for r in retrievers:
-            for c, s in zip(by_r[r], top1_scores(by_r[r])):
-                det_scores[TOP1][(r, c.sample_id)] = s
-        abstain: dict[str, dict[tuple[str, str], bool]] = {}
-        for name, p in probs.items():
-            det_scores[name] = {}
-            abstain[name] = {}
-            for c in contexts:
-                if c.key in p:
-                    det_scores[name][(c.retriever, c.sample_id)] = 1.0 - p[c.key]
-                    abstain[name][(c.retriever, c.sample_id)] = p[c.key] < cfg.abstain_threshold
-        detectors = list(det_scores)
-        models = list(abstain)
-        labellings = ["rule"] + [f"content:{j}" for j in self.judge_names]
-
-        def content_value(j: Judgment | None) -> int | None:
-            if j is None or j.label is None:
-                return None
-            if j.label == "partial":
-                return None if cfg.partial == "exclude" else 0
-            return 1 if j.label == "no" else 0
-
-        rows: list[ContextRow] = []
-        for c in contexts:
-            labs: dict[str, int | None] = {"rule": int(c.rule_unanswerable)}
-            for j in self.judge_names:
-                labs[f"content:{j}"] = content_value(judgments[j].get(c.key))
-            k2 = (c.retriever, c.sample_id)
-            rows.append(ContextRow(c.retriever, c.sample_id, labs,
-                                   {d: det_scores[d].get(k2) for d in detectors},
-                                   {m: abstain[m].get(k2) for m in models}))
-        aurocs: list[dict] = []
-        for r in retrievers:
-            rr = [x for x in rows if x.retriever == r]
-            for d in detectors:
-                for lab in labellings:
-                    v = [(x.labels[lab], x.scores[d]) for x in rr
-                         if x.labels[lab] is not None and x.scores[d] is not None]
-                    res = auroc_test([a for a, _ in v], [b for _, b in v])
-                    aurocs.append({"retriever": r, "detector": d, "labelling": lab, "auroc": res.auroc,
-                                   "n_pos": res.n_pos, "n_neg": res.n_neg, "p_value": res.p_value})
-
-        # step 8: provenance of false-miss answers (primary judge)
-        pages = PageIndex(self.bench.corpus)
-        conv_q = conversation_qrels(self.bench)
-        facts = {t.sample_id: TurnFacts(qrels=frozenset(d for d, g in t.gold.items() if g >= 1),
-                                        hard_negatives=frozenset(self.hn.get(t.sample_id, {})),
-                                        other_turn_qrels=other_turn_qrels(conv_q, t.conv_id, t.sample_id))
-                 for t in self.turns}
-        fm_items = []
-        for c in contexts:
-            j = judgments[self.primary].get(c.key)
-            if c.gold and c.rule_unanswerable and j is not None and j.label == "yes":
-                fm_items.append((c.retriever, c.sample_id, c.doc_ids, j.supporting))
-        prov = classify_contexts(fm_items, facts, shingle_index, pages, cfg.near_dup_threshold, cfg.neighbour_window)
-        prov_shares = {"supporting": class_shares(prov, True), "all_passages": class_shares(prov, False)}
-
-        # step 9: comparison flips
-        comps: dict[str, list[Comparison]] = {
-            lab: comparisons(rows, lab, retrievers, detectors, models, cfg.alpha, cfg.n_resamples, cfg.seed)
-            for lab in labellings}
-        flip_rows: list[Flip] = []
-        summaries: list[FlipSummary] = []
-        pairs = [("rule", f"content:{self.primary}")]
-        if len(self.judge_names) > 1:
-            pairs.append((f"content:{self.primary}", f"content:{self.judge_names[1]}"))
-        for a, b in pairs:
-            fr, fs = flips(comps[a], comps[b])
-            flip_rows.extend(fr)
-            summaries.append(fs)
-
-        # step 10: relabel suggestions
-        def cls_of(sid: str, d: str) -> str:
-            return classify(d, facts[sid], shingle_index, pages, cfg.near_dup_threshold, cfg.neighbour_window)
-
-        def jac(sid: str, d: str) -> float:
-            return max((shingle_index.similarity(d, q) for q in facts[sid].qrels), default=0.0)
-
-        sugg = suggestions(contexts, judgments, self.judge_names, self.hn, cls_of, jac)
-
-        # main table
-        first_model = models[0] if models else None
-        auroc_cols: list[str] = []
-        for d in detectors:
-            for lab in ("rule", f"content:{self.primary}"):
-                auroc_cols.append(f"auroc:{d}:{'rule' if lab == 'rule' else 'content'}")
-        per_retriever: list[dict] = []
-        for i, r in enumerate(retrievers):
-            m = rm[(r, self.primary)]
-            row: dict[str, Any] = {
-                "position": i + 1, "retriever": r, "judge": self.primary, "ndcg": lres.ndcg[r],
-                "n_contexts": m.n_contexts, "rule_unanswerable": m.rule_unanswerable,
-                "content_unanswerable": m.content_unanswerable, "false_miss_yes": m.false_miss_yes,
-                "false_miss_yes_partial": m.false_miss_yes_partial, "precision": m.precision,
-                "precision_partial_answerable": m.precision_partial_answerable, "youden_j": m.youden_j,
-                "youden_j_partial_answerable": m.youden_j_partial_answerable,
-                "near_dup_floor": floors[r].floor if r in floors else math.nan,
-                "abstention_rule": m.abstention_rule, "abstention_content": m.abstention_content,
-                "model_abstention": math.nan, "abstention_accuracy_rule": math.nan,
-                "abstention_accuracy_content": math.nan}
-            if first_model is not None:
-                dec = [(x, x.abstain[first_model]) for x in rows
-                       if x.retriever == r and x.abstain[first_model] is not None]
-                if dec:
-                    row["model_abstention"] = sum(a for _, a in dec) / len(dec)
-                    for lab, col in (("rule", "abstention_accuracy_rule"),
-                                     (f"content:{self.primary}", "abstention_accuracy_content")):
-                        ok = [bool(a) == bool(x.labels[lab]) for x, a in dec if x.labels[lab] is not None]
-                        row[col] = sum(ok) / len(ok) if ok else math.nan
-            for a in aurocs:
-                if a["retriever"] == r and a["labelling"] in ("rule", f"content:{self.primary}"):
-                    row[f"auroc:{a['detector']}:{'rule' if a['labelling'] == 'rule' else 'content'}"] = a["auroc"]
-            per_retriever.append(row)
-
-        stand = self.roles.stand_ins
-        if stand:
-            self.notes.insert(0, "DEMONSTRATION: offline stand-ins are in use (" + "; ".join(stand) + "). "
-                              "The numbers show the method at work; they are not a finding.")
-        result = AbstentionResult(
-            out_dir=Path(self.store.path), benchmark=self.bench.name, config=cfg, offline_demo=bool(stand),
-            stand_ins=stand, ladder=lres, contexts=contexts, judgments=judgments, rule_metrics=rm,
-            per_retriever=per_retriever, auroc_columns=auroc_cols, agreements=agreements, negative_control=nc,
-            near_dup=floors, aurocs=aurocs, detectors=det_status, provenance=prov, provenance_shares=prov_shares,
-            comparisons=[c for lab in labellings for c in comps[lab]], flips=flip_rows, flip_summaries=summaries,
-            answer_check=answer_check, suggestions=sugg, notes=self.notes)
-        self._write(result, det_scores, abstain, probs)
-        return result
-
-    def _write(self, res: AbstentionResult, det_scores, abstain, probs) -> None:
-        from evaluation.abstention.report import write_outputs
-        st = self.store
-        cfg = self.cfg
-        st.write_table("ladder", S.to_table([
-            {"position": i + 1, "retriever": r, "description": res.ladder.descriptions[r], "ndcg": res.ladder.ndcg[r],
-             "recall_at_context_k": res.ladder.recall[r], "n_queries": res.ladder.n_queries}
-            for i, r in enumerate(res.ladder.runs)], S.LADDER), S.LADDER)
-        st.write_table("contexts", S.to_table([
-            {"retriever": c.retriever, "sample_id": c.sample_id, "conv_id": c.conv_id, "turn": c.turn,
-             "answerability": c.answerability, "doc_ids": list(c.doc_ids), "scores": list(c.scores),
-             "gold": sorted(c.gold), "rule_unanswerable": c.rule_unanswerable, "top1": c.top1}
-            for c in res.contexts], S.CONTEXTS), S.CONTEXTS)
-        st.write_table("content_labels", S.to_table([
-            {"retriever": c.retriever, "sample_id": c.sample_id, "judge": j, "label": jm.label,
-             "supporting": list(jm.supporting), "reason": jm.reason, "backend": jm.backend, "model": jm.model,
-             "failure": jm.failure}
-            for c in res.contexts for j in self.judge_names for jm in [res.judgments[j].get(c.key)] if jm is not None],
-            S.CONTENT_LABELS), S.CONTENT_LABELS)
-        st.write_table("judge_calls", S.to_table(self.call_rows, S.JUDGE_CALLS), S.JUDGE_CALLS)
-        st.write_table("rule_metrics", S.to_table([{"retriever": r, "judge": j, **m.to_dict()}
-                                                   for (r, j), m in res.rule_metrics.items()], S.RULE_METRICS),
-                       S.RULE_METRICS)
-        schema = S.per_retriever_schema(res.auroc_columns)
-        st.write_table("per_retriever", S.to_table(res.per_retriever, schema), schema)
-        st.write_table("agreement", S.to_table([{"retriever": r, **a.to_dict()} for r, a in res.agreements],
-                                               S.AGREEMENT), S.AGREEMENT)
-        st.write_table("negative_control", S.to_table([r.to_dict() for r in res.negative_control.values()],
-                                                      S.NEGATIVE_CONTROL), S.NEGATIVE_CONTROL)
-        st.write_table("near_duplicates", S.to_table([
-            {"retriever": f.retriever, "sample_id": sid, "doc_id": d.doc_id, "qrels_doc": d.qrels_doc,
-             "jaccard": d.jaccard} for f in res.near_dup.values() for sid, d in f.pairs], S.NEAR_DUPLICATES),
-            S.NEAR_DUPLICATES)
-        ds_rows = []
-        for d, sc in det_scores.items():
-            for (r, sid), s in sc.items():
-                p = None
-                ab = None
-                if d in abstain:
-                    ab = abstain[d].get((r, sid))
-                    p = 1.0 - s
-                ds_rows.append({"retriever": r, "sample_id": sid, "detector": d, "score": s, "p_answerable": p,
-                                "abstain": ab})
-        st.write_table("detector_scores", S.to_table(ds_rows, S.DETECTOR_SCORES), S.DETECTOR_SCORES)
-        st.write_table("auroc", S.to_table(res.aurocs, S.AUROC), S.AUROC)
-        st.write_table("provenance", S.to_table([
-            {"retriever": p.retriever, "sample_id": p.sample_id, "doc_id": p.doc_id, "cls": p.cls,
-             "supporting": p.supporting} for p in res.provenance], S.PROVENANCE), S.PROVENANCE)
-        st.write_table("comparisons", S.to_table([c.to_dict() for c in res.comparisons], S.COMPARISONS), S.COMPARISONS)
-        st.write_table("flips", S.to_table([f.to_dict() for f in res.flips], S.FLIPS), S.FLIPS)
-        if res.answer_check is not None:
-            st.write_table("answer_check", S.to_table([g.to_dict() for g in res.answer_check], S.ANSWER_CHECK),
-                           S.ANSWER_CHECK)
-        note = res.notes[0] if res.offline_demo else ""
-        sample = sample_for_review(res.contexts, cfg.review_n, cfg.seed)
-        review = write_review(sample, self.bench, st.path, {j: {k: v.label for k, v in res.judgments[j].items()}
-                                                            for j in self.judge_names}, cfg.context_k, note)
-        res.files.update({f"review_{k}": v for k, v in review.items()})
-        sug = write_suggestions(res.suggestions, st.path, self.texts, self.by_id, note)
-        res.files.update({f"relabel_{k}": v for k, v in sug.items()})
-        if len(sample) < min(100, cfg.review_n):
-            res.notes.append(f"Only {len(sample)} rule-unanswerable contexts were available for the human-review "
-                             "sample (100-200 recommended).")
-        write_outputs(res)
-        st.write_manifest(abstention={
-            "benchmark": self.bench.name, "config": cfg.model_dump(mode="json"), "offline_demo": res.offline_demo,
-            "stand_ins": res.stand_ins, "notes": res.notes, "n_turns": len(self.turns),
-            "judges": [{"name": p.name, "role": p.role, "offline": p.offline} for p in self.roles.judges],
-            "answer_models": [{"name": p.name, "role": p.role, "offline": p.offline} for p in self.roles.answerers],
-            "expander": {"name": self.roles.expander.name, "offline": self.roles.expander.offline},
-            "detectors": [{"name": d.name, "available": d.available, "message": d.message} for d in res.detectors],
-            "files": {k: str(v) for k, v in res.files.items()}})
+        return LLMLabels(ladder_result, contexts, judgments, nc_labels, probs, det_status, answer_check, self.call_rows,
+                         self.notes)
 
 
-__all__ = ["AbstentionResult", "load_for_abstention", "run_abstention", "select_turns"]
+# --------------------------------------------------------------------------------------
+# statistics (steps 2-10) and outputs
+# --------------------------------------------------------------------------------------
+def analyse(bench: Benchmark, turns: list[BenchTurn], cfg: AbstentionConfig, roles: Roles,
+            hard_negatives: Mapping[str, Mapping[str, str]], labels: LLMLabels, out_dir: Path) -> AbstentionResult:
+    """The statistics of steps 2-10 (:mod:`.steps`) on the LLM phase's labels; no I/O.
+
+    Args:
+        bench: the benchmark.
+        turns: the analysed turns (:func:`select_turns`).
+        cfg: the analysis settings.
+        roles: the resolved judges, answer models and expander.
+        hard_negatives: ``{sample_id: {doc_id: note}}``.
+        labels: what the LLM phase produced.
+        out_dir: the run directory (recorded in the result).
+    """
+    judge_names = [p.name for p in roles.judges]
+    primary = judge_names[0]
+    notes = list(labels.notes)
+    contexts, judgments = labels.contexts, labels.judgments
+    retrievers = list(labels.ladder.runs)
+    by_retriever = steps.contexts_by_retriever(contexts, retrievers)
+
+    metrics = steps.rule_metrics_per_judge(by_retriever, judgments, judge_names)                     # step 5
+    agreements = steps.judge_agreements(by_retriever, contexts, judgments, judge_names)             # step 2
+    notes += steps.same_family_notes(roles.judges)
+    control, control_notes = steps.negative_control(labels.control_labels, judge_names,              # step 3
+                                                    cfg.negative_control_ceiling)
+    notes += control_notes
+    shingle_index = ShingleIndex({d: doc.text for d, doc in bench.corpus.items()}, cfg.near_dup_ngram)
+    floors = steps.near_duplicate_floors(contexts, shingle_index, cfg.near_dup_threshold)           # step 4
+    scores, abstain = steps.detector_scores(by_retriever, contexts, labels.probabilities,            # step 6
+                                            cfg.abstain_threshold)
+    detectors, models, labellings = list(scores), list(abstain), steps.labellings(judge_names)
+    rows = steps.context_rows(contexts, judgments, judge_names, scores, abstain, cfg.partial)
+    aurocs = steps.auroc_rows(rows, retrievers, detectors, labellings)
+    pages = PageIndex(bench.corpus)                                                                  # step 8
+    facts = steps.turn_facts(bench, turns, hard_negatives)
+    provenance, shares = steps.false_miss_provenance(contexts, judgments[primary], facts, shingle_index, pages,
+                                                     cfg.near_dup_threshold, cfg.neighbour_window)
+    comps, flip_rows, flip_summaries = steps.comparison_flips(rows, labellings, retrievers, detectors,  # step 9
+                                                              models, judge_names, cfg.alpha, cfg.n_resamples,
+                                                              cfg.seed)
+    suggestions = steps.relabel_suggestions(contexts, judgments, judge_names, hard_negatives, facts,    # step 10
+                                            shingle_index, pages, cfg.near_dup_threshold, cfg.neighbour_window)
+    per_retriever = steps.per_retriever_rows(labels.ladder, metrics, primary, floors, rows, models, aurocs)
+
+    stand_ins = roles.stand_ins
+    if stand_ins:
+        notes.insert(0, "DEMONSTRATION: offline stand-ins are in use (" + "; ".join(stand_ins) + "). "
+                     "The numbers show the method at work; they are not a finding.")
+    return AbstentionResult(
+        out_dir=out_dir, benchmark=bench.name, config=cfg, offline_demo=bool(stand_ins), stand_ins=stand_ins,
+        ladder=labels.ladder, contexts=contexts, judgments=judgments, rule_metrics=metrics,
+        per_retriever=per_retriever, auroc_columns=steps.auroc_columns(detectors), agreements=agreements,
+        negative_control=control, near_dup=floors, aurocs=aurocs, detectors=labels.detectors,
+        provenance=provenance, provenance_shares=shares, comparisons=[c for lab in labellings for c in comps[lab]],
+        flips=flip_rows, flip_summaries=flip_summaries, answer_check=labels.answer_check, suggestions=suggestions,
+        detector_scores=scores, abstain=abstain, notes=notes)
+
+
+def write_run(store: RunStore, res: AbstentionResult, bench: Benchmark, turns: list[BenchTurn], roles: Roles,
+              call_rows: list[dict]) -> None:
+    """Every output of the run: the Parquet tables (:mod:`.tables`), the human-review export,
+    the relabel suggestions, the reports (:mod:`.report`) and the manifest; fills ``res.files``."""
+    cfg = res.config
+    judge_names = [p.name for p in roles.judges]
+    write_tables(store, res, judge_names, call_rows)
+    note = res.notes[0] if res.offline_demo else ""
+    sample = sample_for_review(res.contexts, cfg.review_n, cfg.seed)
+    review = write_review(sample, bench, store.path, {j: {k: v.label for k, v in res.judgments[j].items()}
+                                                      for j in judge_names}, cfg.context_k, note)
+    res.files.update({f"review_{k}": v for k, v in review.items()})
+    texts = {d: doc.text for d, doc in bench.corpus.items()}
+    sug = write_suggestions(res.suggestions, store.path, texts, {t.sample_id: t for t in turns}, note)
+    res.files.update({f"relabel_{k}": v for k, v in sug.items()})
+    if len(sample) < min(100, cfg.review_n):
+        res.notes.append(f"Only {len(sample)} rule-unanswerable contexts were available for the human-review "
+                         "sample (100-200 recommended).")
+    write_outputs(res)
+    store.write_manifest(abstention={
+        "benchmark": bench.name, "config": cfg.model_dump(mode="json"), "offline_demo": res.offline_demo,
+        "stand_ins": res.stand_ins, "notes": res.notes, "n_turns": len(turns),
+        "judges": [{"name": p.name, "role": p.role, "offline": p.offline} for p in roles.judges],
+        "answer_models": [{"name": p.name, "role": p.role, "offline": p.offline} for p in roles.answerers],
+        "expander": {"name": roles.expander.name, "offline": roles.expander.offline},
+        "detectors": [{"name": d.name, "available": d.available, "message": d.message} for d in res.detectors],
+        "files": {k: str(v) for k, v in res.files.items()}})
+
+
+__all__ = ["AbstentionResult", "LLMLabels", "analyse", "load_for_abstention", "run_abstention", "select_turns",
+           "write_run"]
