@@ -1,10 +1,22 @@
-"""Clustering time and peak memory (kNN + greedy traversal + repair, and HDBSCAN topics).
+"""Clustering at scale: kNN + greedy traversal + repair + topics, time, peak RSS, quality.
 
-Synthetic normalised 384-d vectors around 1 centre per 200 points. Peak memory is the
-process's max RSS growth (resource.getrusage), measured per size in a fresh subprocess.
-The peer is sklearn's NearestNeighbors(brute, cosine) for the kNN part, same data, same run.
+Synthetic normalised 384-d vectors around 1 centre per 200 points (generated in float32
+blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
+(``resource.getrusage``), data included. Printed per size:
 
-    python benchmarks/clustering.py --sizes 10000 50000 100000
+* kNN / greedy / topics seconds with the pipeline's defaults (exact kNN up to
+  ``cluster.exact_max``, FAISS IVF above; topics on a sample above ``topics.sample_size``);
+* recall@10 of the kNN graph against exact search for 1,000 sampled queries;
+* with ``--exact-compare`` (sizes where exact kNN is affordable): greedy clusters from the
+  exact graph vs from the approximate one: mean intra-cluster cosine and share of clusters
+  of exactly C members, plus the exact kNN time (the peer, same data, same run);
+* ``--sklearn-peer``: sklearn NearestNeighbors(brute, cosine) at <= 50k.
+
+``--topics-ari N [N ...]``: ARI of sampled topics (default ``topics.sample_size``) against
+full HDBSCAN on the same data (full HDBSCAN is quadratic: keep N <= 50k).
+
+    python benchmarks/clustering.py --sizes 100000 300000 1000000 --exact-compare-max 100000
+    python benchmarks/clustering.py --topics-ari 30000 50000
 """
 from __future__ import annotations
 
@@ -19,60 +31,159 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one(n: int, k: int, topics: bool) -> dict:
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def data(n: int, d: int = 384, seed: int = 0, hard: bool = False):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    c = rng.standard_normal((max(1, n // 200), d), dtype=np.float32)
+    x = np.empty((n, d), dtype=np.float32)
+    if hard:   # uneven topic sizes and 10% background noise (for the topic ARI)
+        w = rng.pareto(1.5, len(c)) + 0.2
+        lab = rng.choice(len(c), n, p=w / w.sum())
+    else:
+        lab = rng.integers(0, len(c), n)
+    for a in range(0, n, 65536):
+        b = min(n, a + 65536)
+        x[a:b] = c[lab[a:b]] + (0.8 if hard else 0.5) * rng.standard_normal((b - a, d), dtype=np.float32)
+        if hard:
+            bg = rng.random(b - a) < 0.1
+            x[a:b][bg] = 1.2 * rng.standard_normal((int(bg.sum()), d), dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x
+
+
+def intra(clusters, x) -> float:
+    import numpy as np
+    vals = []
+    for m in clusters:
+        if len(m) > 1:
+            v = x[m]
+            s = v @ v.T
+            vals.append((s.sum() - len(m)) / (len(m) * (len(m) - 1)))
+    return float(np.mean(vals))
+
+
+def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
-    from clustering.greedy import greedy_clusters
-    from clustering.knn import knn
+    from clustering.greedy import ClusterConfig, greedy_clusters
+    from clustering.knn import build_knn, knn
     from clustering.topics import TopicConfig, fit_topics
-    rng = np.random.default_rng(0)
-    c = rng.normal(size=(max(1, n // 200), 384)).astype(np.float32)
-    x = c[rng.integers(0, len(c), n)] + 0.5 * rng.normal(size=(n, 384)).astype(np.float32)
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    x = data(n)
+    out: dict = {"n": n, "data_peak_mb": peak_mb()}
+    cc = ClusterConfig(k=k)
     t0 = time.perf_counter()
-    idx, _ = knn(x, k=k)
-    t_knn = time.perf_counter() - t0
+    g = build_knn(x, k=k, exact_max=cc.exact_max, nlist=cc.nlist, nprobe=cc.nprobe, seed=0, device="cpu")
+    out.update(knn_s=time.perf_counter() - t0, method=g.method, params=g.params)
     t0 = time.perf_counter()
-    res = greedy_clusters(idx, size=8, seed=0, vectors=x)
-    t_greedy = time.perf_counter() - t0
-    t_topics = None
+    res = greedy_clusters(g.neighbors, size=8, seed=0, vectors=x)
+    out["greedy_s"] = time.perf_counter() - t0
+    sizes = res.sizes()
+    out.update(clusters=len(res.clusters), at_c=float((sizes == 8).mean()), intra=intra(res.clusters, x))
     if topics:
         t0 = time.perf_counter()
-        fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
-        t_topics = time.perf_counter() - t0
-    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
-    t_peer = None
-    if n <= 50000:
+        tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
+        out.update(topics_s=time.perf_counter() - t0, topics=len([t for t in tr.sizes if t >= 0]))
+    out["peak_mb"] = peak_mb()
+    # recall@10 against exact search on 1,000 sampled queries
+    rng = np.random.default_rng(1)
+    q = rng.choice(n, min(n, 1000), replace=False)
+    ex = np.empty((len(q), 10), dtype=np.int64)
+    for a in range(0, len(q), 100):
+        s = x[q[a:a + 100]] @ x.T
+        s[np.arange(len(s)), q[a:a + 100]] = -np.inf
+        ex[a:a + 100] = np.argpartition(-s, 10, axis=1)[:, :10]
+    out["recall10"] = float(np.mean([len(set(g.neighbors[i][:10].tolist()) & set(e.tolist())) / 10
+                                     for i, e in zip(q, ex)]))
+    if exact_compare and g.method != "exact":
+        t0 = time.perf_counter()
+        exact, _ = knn(x, k=k)
+        out["exact_knn_s"] = time.perf_counter() - t0
+        rex = greedy_clusters(exact, size=8, seed=0, vectors=x)
+        out.update(exact_intra=intra(rex.clusters, x), exact_at_c=float((rex.sizes() == 8).mean()))
+    if sklearn_peer and n <= 50000:
         from sklearn.neighbors import NearestNeighbors
         t0 = time.perf_counter()
         NearestNeighbors(n_neighbors=k + 1, algorithm="brute", metric="cosine").fit(x).kneighbors(x)
-        t_peer = time.perf_counter() - t0
-    return {"n": n, "knn_s": t_knn, "greedy_s": t_greedy, "topics_s": t_topics, "peak_mb": peak,
-            "clusters": len(res.clusters), "sklearn_knn_s": t_peer}
+        out["sklearn_knn_s"] = time.perf_counter() - t0
+    return out
+
+
+def topics_ari(n: int) -> dict:
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score
+
+    from clustering.topics import TopicConfig, fit_topics
+    x = data(n, hard=True)
+    t0 = time.perf_counter()
+    full = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15, sample_size=n))
+    t_full = time.perf_counter() - t0
+    cfg = TopicConfig(min_cluster_size=15)
+    t0 = time.perf_counter()
+    samp = fit_topics(x, [""] * n, cfg)
+    t_samp = time.perf_counter() - t0
+    both = (full.labels >= 0) & (samp.labels >= 0)
+    return {"n": n, "sample": min(n, cfg.sample_size), "full_s": t_full, "sampled_s": t_samp,
+            "ari": adjusted_rand_score(full.labels, samp.labels),
+            "ari_non_noise": adjusted_rand_score(full.labels[both], samp.labels[both]),
+            "topics_full": int(full.labels.max() + 1), "topics_sampled": int(samp.labels.max() + 1),
+            "noise_full": float((full.labels < 0).mean()), "noise_sampled": float((samp.labels < 0).mean())}
+
+
+def sub(args: list[str]) -> dict:
+    r = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10000])
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100000])
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--no-topics", action="store_true")
+    ap.add_argument("--exact-compare-max", type=int, default=0, help="exact-kNN cluster comparison up to this n")
+    ap.add_argument("--sklearn-peer", action="store_true")
+    ap.add_argument("--topics-ari", type=int, nargs="*")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.one:
-        print(json.dumps(one(args.one, args.k, not args.no_topics)))
+    ap.add_argument("--ari-one", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.one:
+        print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer)))
         return
-    print(f"{'n':>8}{'kNN s':>9}{'greedy s':>10}{'topics s':>10}{'peak MB':>9}{'clusters':>10}"
-          f"{'sklearn kNN s':>15}{'ratio':>7}")
-    for n in args.sizes:
-        cmd = [sys.executable, __file__, "--one", str(n), "--k", str(args.k)] + (["--no-topics"] if args.no_topics else [])
-        r = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1])
-        peer = r["sklearn_knn_s"]
-        print(f"{r['n']:>8}{r['knn_s']:>9.2f}{r['greedy_s']:>10.2f}"
-              f"{(r['topics_s'] if r['topics_s'] is not None else float('nan')):>10.2f}{r['peak_mb']:>9.0f}"
-              f"{r['clusters']:>10}{(peer if peer else float('nan')):>15.2f}"
-              f"{(peer / r['knn_s'] if peer else float('nan')):>7.2f}")
+    if a.ari_one:
+        print(json.dumps(topics_ari(a.ari_one)))
+        return
+    if a.topics_ari:
+        print(f"{'n':>8}{'sample':>8}{'full s':>9}{'sampled s':>11}{'ARI':>7}{'ARI non-noise':>15}"
+              f"{'topics full/sampled':>21}{'noise full/sampled':>20}")
+        for n in a.topics_ari:
+            r = sub(["--ari-one", str(n)])
+            print(f"{r['n']:>8}{r['sample']:>8}{r['full_s']:>9.1f}{r['sampled_s']:>11.1f}{r['ari']:>7.3f}"
+                  f"{r['ari_non_noise']:>15.3f}{r['topics_full']:>10}/{r['topics_sampled']:<10}"
+                  f"{r['noise_full']:>9.1%}/{r['noise_sampled']:<9.1%}", flush=True)
+        return
+    for n in a.sizes:
+        args = ["--one", str(n), "--k", str(a.k), "--exact-compare-max", str(a.exact_compare_max)]
+        args += ["--no-topics"] if a.no_topics else []
+        args += ["--sklearn-peer"] if a.sklearn_peer else []
+        r = sub(args)
+        spine = r["knn_s"] + r["greedy_s"] + (r.get("topics_s") or 0)
+        print(json.dumps(r))
+        line = (f"n={r['n']}: kNN {r['knn_s']:.1f} s ({r['method']} {r['params']}), greedy {r['greedy_s']:.1f} s, "
+                f"topics {r.get('topics_s', float('nan')):.1f} s, spine {spine:.1f} s, peak RSS {r['peak_mb']:.0f} MB "
+                f"(data alone {r['data_peak_mb']:.0f}), recall@10 {r['recall10']:.3f}, clusters {r['clusters']}, "
+                f"at C {r['at_c']:.1%}, intra-cos {r['intra']:.4f}")
+        if "exact_intra" in r:
+            line += (f"; exact kNN {r['exact_knn_s']:.1f} s (x{r['exact_knn_s'] / r['knn_s']:.1f}), exact intra-cos "
+                     f"{r['exact_intra']:.4f} (approx/exact {r['intra'] / r['exact_intra']:.4f}), exact at C "
+                     f"{r['exact_at_c']:.1%}")
+        if "sklearn_knn_s" in r:
+            line += f"; sklearn brute {r['sklearn_knn_s']:.1f} s"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
