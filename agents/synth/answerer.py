@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, usage_add, visible_history
-from agents.synth.text import overlap, sentences
+from agents.synth.text import sentences
 
 UNANSWERABLE_ANSWER = ("I'm sorry, but the available information does not answer that question.")
 
@@ -43,32 +43,24 @@ class Answerer(LLMStep):
         return msgs
 
     def offline(self, x: dict) -> AnswerOut:
-        """Extractive: the sentences that best cover the question, with their neighbours, in passage order."""
-        sents = sentences(x["passage"]["text"])
-        if not sents:
-            return AnswerOut(answer=x["passage"]["text"].strip())
-        scores = [overlap(x["question"], s) for s in sents]
-        best = max(range(len(sents)), key=lambda i: (scores[i], -i))
-        chosen = {best}
-        want = 3            # the best sentence and its nearest neighbours
-        j = 1
-        while len(chosen) < min(want, len(sents)):
-            for k in (best + j, best - j):
-                if 0 <= k < len(sents) and len(chosen) < want:
-                    chosen.add(k)
-            j += 1
-        answer = " ".join(sents[i] for i in sorted(chosen))
+        """Extractive: the answer span of the (standalone) question, then its sentence and the next
+        one as supporting context, padded with neighbours up to ``min_chars``; see
+        :mod:`agents.synth.offline.answering`."""
+        from agents.synth.offline.answering import answer
+        from agents.synth.offline.nlp import clean_passage
+        text = answer(x["question"], x.get("standalone_question") or x["question"], x["passage"])
         floor = x.get("min_chars") or 0
-        while len(answer) < floor and len(chosen) < len(sents):
-            extra = [i for i in range(len(sents)) if i not in chosen]
-            chosen.add(min(extra, key=lambda i: abs(i - best)))
-            answer = " ".join(sents[i] for i in sorted(chosen))
-        return AnswerOut(answer=answer)
+        if len(text) < floor:
+            rest = [s for s in sentences(clean_passage(x["passage"]["text"])) if s not in text]
+            while len(text) < floor and rest:
+                text += " " + rest.pop(0)
+        return AnswerOut(answer=text)
 
 
 def inputs(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
     return {"history": visible_history(state), "question": cand["question"],
+            "standalone_question": cand["standalone_question"],     # offline answerer only
             "passage": passage(ctx, cand["gold"]), "min_chars": ctx.cfg.min_answer_chars}
 
 

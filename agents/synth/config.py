@@ -20,6 +20,12 @@ class SynthConfig(BaseModel):
     uniqueness_policy: Literal["add_positives", "regenerate"] = "add_positives"
     max_extra_positives: int = Field(2, ge=0, description="M: more passages answering than this => regenerate")
     humanize_first_turn: bool = False
+    offline_pronoun_share: float = Field(0.3, ge=0, le=1, description="offline backend: share of follow-ups on the "
+                                         "segment's focus asked with a pronoun or possessive")
+    offline_short_share: float = Field(0.3, ge=0, le=1, description="offline backend: share asked with a shorter "
+                                       "description of the focus (the wall, Cummings)")
+    offline_ellipsis_share: float = Field(0.1, ge=0, le=1, description="offline backend: share asked elliptically "
+                                          "(What about X? / And its N?)")
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

@@ -41,7 +41,7 @@ def _after_call(state: ConvState, max_attempts: int, accepted: str) -> str:
 def _after_answer(state: ConvState) -> str:
     if state.get("turn_error"):
         return "commit"
-    return "unique" if state["cand"]["unanswerable"] else "verify"
+    return "verify"            # unanswerable turns too: the verifier's novelty check
 
 
 def _after_commit(state: ConvState) -> str:

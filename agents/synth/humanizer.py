@@ -11,8 +11,6 @@ failed call keeps the original too. The reason is recorded as the turn's ``human
 """
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, Field
 
 from agents.steps import LLMStep
@@ -48,21 +46,9 @@ class Humanizer(LLMStep):
                     'Reply as JSON: {"text": "..."}.')}]
 
     def offline(self, x: dict) -> HumanizeOut:
-        """Rules: a pronoun for the previous turn's subject, lower case, dropped apostrophes and fillers."""
-        q = x["question"].strip()
-        ant = x.get("antecedent")
-        if ant and x.get("history") and ant.lower() in q.lower() and len(ant) > 3:
-            pron = "they" if ant.lower().endswith("s") and not ant.lower().endswith("ss") else "it"
-            q = re.sub(rf"(?:\bthe\s+)?{re.escape(ant)}(['’]s)?",
-                       lambda m: ("its" if pron == "it" else "their") if m.group(1) else pron, q, count=1,
-                       flags=re.IGNORECASE)
-        q = re.sub(r"^What is known about ", "what about ", q)
-        q = re.sub(r"^Can you tell me more about ", "more on ", q)
-        q = q.replace(" in the context of ", " in ")
-        q = re.sub(r"\b(What|Who|Where|How) (is|was)\b", lambda m: m.group(1).lower() + ("s" if m.group(2) == "is" else " was"), q)
-        q = q.replace("'", "").replace("’", "")
-        q = q[0].lower() + q[1:] if q else q
-        return HumanizeOut(text=q)
+        """The offline questioner already asks follow-ups the way people do (pronouns, shorter
+        descriptions, ellipsis) in well-formed English; the offline rewrite keeps that text."""
+        return HumanizeOut(text=x["question"].strip())
 
 
 def humanizer_guard(original: str, rewrite: str | None) -> tuple[str, str | None]:

@@ -16,10 +16,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.steps import LLMStep
-from agents.synth.prompt_parts import fmt_history, fmt_passages, seed_int
+from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
                                 usage_add, visible_history)
-from agents.synth.text import informative, jaccard_words, question_from_sentence, salient_phrase, sentences
 
 
 class QuestionOut(BaseModel):
@@ -67,39 +66,12 @@ class Questioner(LLMStep):
         return [{"role": "system", "content": sys_msg}, {"role": "user", "content": user}]
 
     def offline(self, x: dict) -> QuestionOut:
-        """Pick an unused passage and its most informative unused sentence; wh-rules make the question."""
-        passages = x["passages"]
-        if x.get("unanswerable"):
-            p = passages[0]
-            phrase = salient_phrase(sentences(p["text"])[0] if sentences(p["text"]) else p["title"], p["title"])
-            templates = ["Who first proposed renaming {p} and why was it rejected?",
-                         "How many people visited {p} last year?",
-                         "What do critics in 2030 predict for {p}?"]
-            q = templates[(x.get("attempt", 0) + seed_int(p["doc_id"])) % len(templates)].format(p=phrase)
-            return QuestionOut(doc_index=0, question=q, standalone_question=q)
-        used = set(x.get("used_gold") or [])
-        order = [i for i, p in enumerate(passages) if p["doc_id"] not in used] + \
-                [i for i, p in enumerate(passages) if p["doc_id"] in used]
-        prev = x.get("previous_questions") or []
-        cands = []
-        for rank, i in enumerate(order):
-            p = passages[i]
-            for s in sentences(p["text"]):
-                score = informative(s)
-                if score <= 0:
-                    continue
-                q, sq = question_from_sentence(s, p.get("title", ""))
-                if any(jaccard_words(q, pq) >= 0.6 for pq in prev):
-                    continue
-                cands.append((rank, -score, i, q, sq))
-        if not cands:  # fall back to a title question about the first unused passage
-            i = order[0]
-            t = passages[i].get("title") or salient_phrase(passages[i]["text"])
-            q = f"Can you tell me more about {t}?"
-            return QuestionOut(doc_index=i + 1, question=q, standalone_question=q)
-        cands.sort()
-        pick = cands[min(x.get("attempt", 0), len(cands) - 1)]
-        return QuestionOut(doc_index=pick[2] + 1, question=pick[3], standalone_question=pick[4])
+        """Over-generate wh-questions from the parsed passages, rank them, and ask the chosen one
+        as a follow-up of the segment (pronoun, shorter description, ellipsis or explicit);
+        see :mod:`agents.synth.offline.questioning`."""
+        from agents.synth.offline.questioning import ask
+        doc_index, question, standalone = ask(x)
+        return QuestionOut(doc_index=doc_index, question=question, standalone_question=standalone)
 
 
 def inputs(ctx: GraphContext, state: ConvState) -> dict:
@@ -109,7 +81,20 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
             "attempt": state.get("attempt", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
-            "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]]}
+            "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],
+            # offline discourse (the prompt does not use these): the segment's accepted turns
+            # since the last switch, every earlier standalone question, the follow-up form shares
+            "segment": segment_turns(state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
+            "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
+                          "ellipsis": ctx.cfg.offline_ellipsis_share}}
+
+
+def segment_turns(state: ConvState) -> list[dict]:
+    """The accepted turns of the current segment (since turn 1 or the hard topic switch)."""
+    st = state.get("switch_turn")
+    lo = st if st is not None and state["turn"] >= st else 1
+    return [{"question": t["question"], "standalone_question": t["standalone_question"], "answer": t["answer"]}
+            for t in ok_turns(state) if t["turn"] >= lo]
 
 
 def is_unanswerable_turn(state: ConvState) -> bool:

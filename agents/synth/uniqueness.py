@@ -17,7 +17,6 @@ from pydantic import BaseModel, Field
 from agents.steps import LLMStep
 from agents.synth.config import SynthConfig
 from agents.synth.state import ConvState, GraphContext, item_id, passage, usage_add
-from agents.synth.text import overlap
 
 
 class AlsoAnswersOut(BaseModel):
@@ -43,13 +42,13 @@ class UniquenessJudge(LLMStep):
                     'of the reference answer)? Reply as JSON: {"reason": "...", "answers": true|false}.')}]
 
     def offline(self, x: dict) -> AlsoAnswersOut:
-        """The candidate answers when it holds the question's terms and most of the answer's content."""
-        cand = x["candidate"]["text"]
-        q = overlap(x["question"], cand)
-        a = overlap(x["answer"], cand) if x.get("answer") else 0.0
-        answers = q >= 0.6 and (a >= 0.7 if x.get("answer") else q >= 0.8)
-        return AlsoAnswersOut(reason=f"question-term coverage {q:.2f}, answer-content coverage {a:.2f}",
-                              answers=answers)
+        """The candidate answers when it holds the same answer (normalised span, number, date or
+        entity) in a window that carries enough of the question's terms; for an unanswerable
+        question, when a window carries most of its terms and an answer of the asked-for type.
+        See :mod:`agents.synth.offline.matching`."""
+        from agents.synth.offline.matching import also_answers
+        answers, reason = also_answers(x["question"], x.get("answer") or "", x["candidate"]["text"])
+        return AlsoAnswersOut(reason=reason, answers=answers)
 
 
 def decide(cfg: SynthConfig, unanswerable: bool, answering: list[dict], failed: int, judged: int) -> dict:

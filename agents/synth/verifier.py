@@ -5,7 +5,8 @@ Inputs: ``question``, ``standalone_question``, ``answer``, ``passage``,
 ``previous_questions``. Output: :class:`VerdictOut`.
 
 Graph-side rule (:func:`review`): the candidate is accepted only when all three hold;
-otherwise the turn goes back to the questioner with the verifier's reason.
+otherwise the turn goes back to the questioner with the verifier's reason. An unanswerable
+turn has no passage to judge: it gets only the novelty check (:func:`novelty`, no model call).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, previous_questions, usage_add
-from agents.synth.text import jaccard_words, overlap, sentences
+from agents.synth.text import jaccard_words
 
 
 class VerdictOut(BaseModel):
@@ -45,24 +46,37 @@ class Verifier(LLMStep):
                     '"novel": true|false}.')}]
 
     def offline(self, x: dict) -> VerdictOut:
-        """Support/overlap checks: question words in the passage, answer sentences in the passage, novelty."""
-        passage_text = x["passage"]["text"]
-        answerable = overlap(x["standalone_question"], passage_text) >= 0.5
-        psents = sentences(passage_text)
-        asents = sentences(x["answer"]) or [x["answer"]]
-        support = [max((jaccard_words(a, p) for p in psents), default=0.0) for a in asents]
-        faithful = min(support) >= 0.8
-        sims = [jaccard_words(x["question"], q) for q in x.get("previous_questions") or []]
-        novel = max(sims, default=0.0) < 0.6
-        reasons = []
-        if not answerable:
-            reasons.append("the passage does not contain most of the question's key terms")
-        if not faithful:
-            reasons.append(f"an answer sentence is not supported by the passage (support {min(support):.2f})")
+        """Answerable: most question terms in the passage, the answer span in the passage, its type
+        fits the question type, the numbers the question names are in the supporting context and
+        question and context fit (MiniLM); faithful: every answer sentence is in the passage;
+        novel: the question (and its standalone form) repeats no earlier question. See
+        :mod:`agents.synth.offline.answering`."""
+        from agents.synth.offline.answering import answerable, check
+        c = check(x)
+        term_ok = answerable(x["standalone_question"], x["passage"]["text"])
+        ok_answer = term_ok and c["span_ok"] and c["type_ok"] and c["constraints_ok"] and c["fit_ok"]
+        novel, why_not = novelty(x["question"], x["standalone_question"], x.get("previous_questions") or [])
+        reasons = ([] if term_ok else ["the passage does not contain most of the question's key terms"]) + c["reasons"]
         if not novel:
-            reasons.append(f"the question repeats an earlier one (word Jaccard {max(sims):.2f})")
-        return VerdictOut(reason="; ".join(reasons) or "answerable, supported and new", answerable=answerable,
-                          faithful=faithful, novel=novel)
+            reasons.append(why_not)
+        return VerdictOut(reason="; ".join(reasons) or "answerable, supported and new", answerable=ok_answer,
+                          faithful=c["supported"], novel=novel)
+
+
+def novelty(question: str, standalone: str, previous: list[str]) -> tuple[bool, str]:
+    """(new, reason): the question repeats an earlier one when its words (or its standalone
+    form's) overlap an earlier question's with Jaccard >= 0.6, or it is the same text."""
+    def key(q: str) -> str:
+        return " ".join(q.lower().replace("?", " ").split())
+    best = 0.0
+    for q in (question, standalone):
+        for p in previous:
+            if key(q) == key(p):
+                return False, "the question repeats an earlier one (same text)"
+            best = max(best, jaccard_words(q, p))
+    if best >= 0.6:
+        return False, f"the question repeats an earlier one (word Jaccard {best:.2f})"
+    return True, ""
 
 
 def inputs(ctx: GraphContext, state: ConvState) -> dict:
@@ -83,6 +97,11 @@ STEP = Verifier()
 
 
 async def node(ctx: GraphContext, state: ConvState) -> dict:
+    cand = state["cand"]
+    if cand["unanswerable"]:
+        # no passage to judge against: only the novelty check (graph-side, no model call)
+        new, why = novelty(cand["question"], cand["standalone_question"], previous_questions(state))
+        return {"feedback": None} if new else {"cand": None, "feedback": f"verifier: {why}"}
     res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "v"))
     upd: dict = {"turn_usage": usage_add(state, res)}
     if not res.ok:

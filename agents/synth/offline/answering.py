@@ -1,0 +1,94 @@
+"""The offline answerer and verifier checks.
+
+Answer: the span that answers the (standalone) question, then its supporting context:
+``"<span>. <the span's sentence> <the next sentence>"``. The span comes from the questioner's
+own parse when the question is one the generator makes from this passage; otherwise from the
+best-supported sentence, as its first entity of the asked-for type.
+
+Verifier checks (:func:`check`): the answer's span is in the gold passage; its type fits the
+question type (a date for *when*, a number for *how many*, a person for *who* ...); every
+number or year the question names is in the supporting context (a question about 1970 is
+not answered by a sentence about 1933); the question and the supporting sentence fit by
+MiniLM similarity; every sentence of the answer is supported by the passage.
+"""
+from __future__ import annotations
+
+import re
+
+from agents.synth.offline.answer_types import answer_span, fills_slot, question_type
+from agents.synth.offline.matching import norm, span_in, support
+from agents.synth.offline.nlp import clean_passage, detokenize, parse
+from agents.synth.offline.qgen import passage_questions
+from agents.synth.text import jaccard_words, sentences
+
+MIN_FIT = 0.3          # MiniLM cosine of question and supporting sentence
+
+
+def _key(q: str) -> str:
+    return " ".join(norm(q).split())
+
+
+def answer(question: str, standalone: str, passage: dict) -> str:
+    text = passage["text"]
+    sents = sentences(clean_passage(text))
+    if not sents:
+        return detokenize(text)
+    key = _key(standalone or question)
+    qa = next((c for c in passage_questions(text, passage.get("title") or "") if _key(c.question) == key), None)
+    if qa is not None:
+        span, sentence = qa.answer, qa.sentence
+    else:
+        qtype = question_type(standalone or question)
+        scored = sorted(range(len(sents)), key=lambda i: (-support(standalone or question, sents[i]), i))
+        best = next((i for i in scored[:3] if fills_slot(qtype, sents[i])), scored[0])
+        sentence = sents[best]
+        span = answer_span(sentence + " x. y.", qtype) if qtype in ("when", "how_many", "how_much", "who",
+                                                                     "where") else ""
+    idx = next((i for i, s in enumerate(sents) if _key(s) == _key(sentence)), None)
+    if idx is None:
+        idx = max(range(len(sents)), key=lambda i: jaccard_words(sents[i], sentence))
+    context = " ".join(sents[idx: idx + 2])
+    span = span.strip().rstrip(".")
+    if span and _key(span) != _key(sentence):
+        return f"{span[0].upper() + span[1:]}. {context}"
+    return context
+
+
+def check(x: dict) -> dict:
+    """The verifier's findings for ``x`` (question, standalone_question, answer, passage):
+    {span_in_passage, type_fits, constraints_met, fit, supported, reasons}."""
+    q = x.get("standalone_question") or x["question"]
+    qtype = question_type(q)
+    passage = detokenize(clean_passage(x["passage"]["text"]))
+    ans = detokenize(x["answer"])
+    span = answer_span(ans, qtype)
+    asents = sentences(ans) or [ans]
+    context = " ".join(asents[1:]) if len(asents) > 1 and span == asents[0].rstrip(".") else ans
+    reasons = []
+    span_ok = span_in(span, passage)
+    if not span_ok:
+        reasons.append(f"the answer span {span[:50]!r} is not in the passage")
+    type_ok = fills_slot(qtype, span, context) or (qtype in ("what", "define", "how", "yesno") and bool(span))
+    if not type_ok:
+        reasons.append(f"the answer {span[:50]!r} is not a {qtype.replace('_', ' ')} answer")
+    wanted = set(re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", q))
+    missing = {w for w in wanted if not span_in(w, context)}
+    if missing:
+        reasons.append(f"the answer does not mention {', '.join(sorted(missing))} named in the question")
+    from agents.synth.offline.semantic import best_similarity
+    fit = best_similarity(q, (sentences(context) or [context])[:3])
+    if fit < MIN_FIT:
+        reasons.append(f"question and answer do not fit (MiniLM cosine {fit:.2f})")
+    psents = sentences(passage)
+    support_min = min((max((jaccard_words(a, p) for p in psents), default=0.0) for a in asents[1:] or asents),
+                      default=0.0)
+    supported = support_min >= 0.8
+    if not supported:
+        reasons.append(f"an answer sentence is not supported by the passage (support {support_min:.2f})")
+    return {"span_ok": span_ok, "type_ok": type_ok, "constraints_ok": not missing, "fit": fit,
+            "fit_ok": fit >= MIN_FIT, "supported": supported, "reasons": reasons, "qtype": qtype, "span": span}
+
+
+def answerable(question: str, passage_text: str) -> bool:
+    """Most of the question's content words are in the passage (the entity and the predicate)."""
+    return support(question, clean_passage(passage_text)) >= 0.5 and bool(parse(question))

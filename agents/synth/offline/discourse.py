@@ -1,0 +1,177 @@
+"""Conversation discourse for offline follow-ups: the focus of a segment and how a follow-up
+refers back to it.
+
+A *segment* is the run of accepted turns since the conversation start or the last hard topic
+switch (the questioner passes their standalone questions and answers). Its focus is what its
+questions are about: the topic noun phrases of the segment's standalone questions, the most
+recent first, plus the named entities of the last answer. A candidate question whose topic
+is one of them is *coreferable*; it can be asked the way people ask follow-ups:
+
+* ``pronoun``   - "When was it built?", "Who designed them?", possessive "What was its purpose?"
+                  (``the N of {T}`` -> ``its N``);
+* ``short``     - a shorter definite description or a surname: "When was the wall built?",
+                  "When did Cummings graduate?";
+* ``ellipsis``  - the previous question's frame with a new topic: "What about the Great Wall?",
+                  or a new attribute of the same topic: "And its population?";
+* ``explicit``  - the standalone question itself.
+
+The form is drawn with the configured shares (:class:`DiscourseShares`) from a stable hash,
+falling back in the order pronoun -> short -> explicit when a form does not apply. The
+standalone question is always the resolved form (the rewrite).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agents.synth.offline.nlp import parse
+from agents.synth.offline.qgen import QA, finish, well_formed
+
+SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
+OBJ = {"SING": "it", "PLUR": "them", "PERSON": "him"}
+POSS = {"SING": "its", "PLUR": "their", "PERSON": "his"}
+
+
+@dataclass(frozen=True)
+class DiscourseShares:
+    """Shares of follow-up forms among coreferable follow-ups (the rest is explicit)."""
+    pronoun: float = 0.3
+    short: float = 0.3
+    ellipsis: float = 0.1
+
+
+def norm_np(text: str) -> str:
+    t = text.lower().strip()
+    t = re.sub(r"^(the|a|an)\s+", "", t)
+    return re.sub(r"[^\w\s]", "", t).strip()
+
+
+def segment_topics(segment: list[dict]) -> list[str]:
+    """Noun phrases the segment is about, most salient first: noun chunks of the standalone
+    questions (newest first, proper names first) then named entities of the last answer."""
+    out: list[str] = []
+    for t in reversed(segment):
+        doc = parse(t.get("standalone_question") or t.get("question") or "")
+        chunks = [c for c in doc.noun_chunks if c.root.lower_ not in ("what", "who", "which", "it", "they", "i",
+                                                                       "you", "we", "he", "she")]
+        chunks.sort(key=lambda c: (not any(x.pos_ == "PROPN" for x in c), c.start))
+        for c in chunks:
+            n = norm_np(c.text)
+            if n and n not in out:
+                out.append(n)
+    if segment:
+        last = segment[-1].get("answer") or ""
+        for e in parse(last[:1500]).ents:
+            n = norm_np(e.text)
+            if e.label_ not in ("DATE", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY", "TIME") and n \
+                    and n not in out:
+                out.append(n)
+    return out
+
+
+def coreferable(qa: QA, topics: list[str]) -> int | None:
+    """Salience rank of the segment topic the candidate's topic refers to (None: none)."""
+    if not qa.template or not qa.topic:
+        return None
+    t = norm_np(qa.topic)
+    m = re.match(r"^(.+?) of (.+)$", t)
+    for i, s in enumerate(topics[:6]):
+        if t == s or (m and norm_np(m.group(2)) == s):
+            return i
+        # the same head with fewer modifiers ("berlin wall" / "wall") only for multiword topics
+        if len(s.split()) >= 2 and (t.endswith(" " + s) or s.endswith(" " + t)) and len(t.split()) >= 1:
+            return i
+    return None
+
+
+def _pronoun_form(qa: QA) -> str | None:
+    kind = qa.topic_kind
+    m = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic, re.IGNORECASE)
+    if m:   # "the demolition of the Berlin Wall" -> "its demolition"
+        return qa.template.replace("{T}", f"{POSS['SING' if not m.group(2).lower().endswith('s') else 'PLUR']} "
+                                          f"{m.group(1)}")
+    poss = re.search(r"\bthe ((?:\w+ ){0,2}\w+) of \{T\}", qa.template)
+    if poss:
+        p = POSS[kind] if kind != "PERSON" else {"she": "her", "he": "his"}.get(qa.extra.get("gender"), "their")
+        return qa.template.replace(poss.group(0), f"{p} {poss.group(1)}")
+    tmpl = qa.template
+    if kind == "PERSON":
+        g = qa.extra.get("gender", "they")
+        if g == "they":
+            kind = "PLUR"
+        else:
+            subj, obj = ("she", "her") if g == "she" else ("he", "him")
+            return tmpl.replace("{T}", obj if qa.topic_role == "obj" else subj)
+    pron = (OBJ if qa.topic_role == "obj" else SUBJ)[kind]
+    # verb agreement after a plural pronoun in present tense ("does it" stays, "is they" -> "are they")
+    if kind == "PLUR":
+        tmpl = re.sub(r"\b(is) \{T\}", "are {T}", tmpl)
+        tmpl = re.sub(r"\b(was) \{T\}", "were {T}", tmpl)
+        tmpl = re.sub(r"\b(does) \{T\}", "do {T}", tmpl)
+        tmpl = re.sub(r"\b(has) \{T\}", "have {T}", tmpl)
+    return tmpl.replace("{T}", pron)
+
+
+def _short_form(qa: QA) -> str | None:
+    words = qa.topic.split()
+    if len(words) < 2 or " of " in qa.topic:
+        return None
+    head = words[-1]
+    if qa.topic_kind == "PERSON":
+        short = head
+    else:
+        doc = parse(f"the {head.lower()} is here")
+        if doc[1].tag_ in ("NN", "NNS") and head.lower() not in ("one", "system", "thing", "part", "way"):
+            short = f"the {head.lower()}"
+        elif head[:1].isupper() and not words[0].lower() in ("the", "a", "an"):
+            short = head
+        else:
+            return None
+    if norm_np(short) == norm_np(qa.topic):
+        return None
+    return qa.template.replace("{T}", short)
+
+
+def _ellipsis_form(qa: QA, segment: list[dict], topics: list[str]) -> str | None:
+    if not segment:
+        return None
+    prev = segment[-1].get("standalone_question") or ""
+    pdoc = parse(prev)
+    prev_verb = pdoc[:].root.lemma_ if len(pdoc) else ""
+    prev_wh = prev.split()[0].lower() if prev else ""
+    cur_wh = qa.question.split()[0].lower()
+    rank = coreferable(qa, topics)
+    if qa.verb and qa.verb == prev_verb and prev_wh == cur_wh and rank is None and qa.topic:
+        return f"What about {qa.topic}"        # same frame, new topic
+    poss = re.search(r"^what (?:is|was|are|were) the ((?:\w+ ){0,2}\w+) of \{T\}$", qa.template, re.IGNORECASE)
+    if poss and rank == 0:
+        return f"And {POSS[qa.topic_kind]} {poss.group(1)}"
+    return None
+
+
+def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tuple[str, str]:
+    """(question as asked, form) for a follow-up; ``u`` in [0,1) picks the form by the shares."""
+    topics = segment_topics(segment)
+    order: list[str]
+    if u < shares.ellipsis:
+        order = ["ellipsis", "pronoun", "short"]
+    elif u < shares.ellipsis + shares.pronoun:
+        order = ["pronoun", "short"]
+    elif u < shares.ellipsis + shares.pronoun + shares.short:
+        order = ["short", "pronoun"]
+    else:
+        order = []
+    for form in order:
+        if form == "ellipsis":
+            text = _ellipsis_form(qa, segment, topics)
+        elif coreferable(qa, topics) is None:
+            continue
+        elif form == "pronoun":
+            text = _pronoun_form(qa)
+        else:
+            text = _short_form(qa)
+        if text:
+            q = finish(text)
+            if well_formed(q, followup=True) is None:
+                return q, form
+    return qa.question, "explicit"

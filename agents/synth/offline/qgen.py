@@ -1,0 +1,642 @@
+"""Question generation from linguistic structure (over-generate, then rank).
+
+Every sentence of a passage is parsed (:mod:`agents.synth.offline.nlp`); from its dependency
+tree and named entities we read one clause (subject, verb group, complements) and turn each
+slot that can be asked for into a wh-question whose answer is a span of that sentence:
+
+* ``when``  - a date complement (``in 1961``) -> "When was the Berlin Wall built?"
+* ``where`` - a place complement (``in the Andes``) -> "Where did guinea pigs originate?"
+* ``who``   - a person/organisation subject or passive agent -> "Who built the Berlin Wall?"
+* ``how_many`` / ``how_much`` - a counted noun or a sum of money -> "How many people escaped?"
+* ``why``   - a ``because``/``due to`` complement; ``how`` - a ``by``-gerund or a ``To X, do Y`` instruction
+* ``define`` - a copular definition -> "What is IBM Cloudant?"; ``what`` - a subject/object NP
+* ``yesno`` - ``you can ...`` statements of manuals -> "Can I store JSON documents in IBM Cloudant?"
+
+Each candidate (:class:`QA`) keeps the answer span, its sentence, the question type and the
+*topic*: the noun phrase the question is about (not the answer), with its grammatical role,
+so :mod:`agents.synth.offline.discourse` can refer back to it with a pronoun, a possessive, a
+shorter description or ellipsis. Candidates that fail :func:`well_formed` are dropped.
+
+References: Heilman & Smith (2010), "Good Question! Statistical Ranking for Question
+Generation" (over-generate and rank).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+
+from agents.synth.offline.nlp import detokenize, parse, sentence_spans
+
+PRONOUNS = {"it", "they", "he", "she", "this", "these", "those", "its", "their", "his", "her", "them", "him",
+            "we", "i", "you", "that", "which", "who", "there", "one"}
+PERSONAL = {"he": "PERSON", "she": "PERSON", "it": "SING", "they": "PLUR", "this": "SING", "these": "PLUR"}
+WH_WORDS = ("what", "who", "whom", "whose", "when", "where", "why", "how", "which")
+AUX_FIRST = ("is", "are", "was", "were", "do", "does", "did", "can", "could", "has", "have", "had", "will",
+             "would", "should", "may", "might", "must")
+_SKIP_CHILD = {"relcl", "acl", "appos", "advcl", "punct", "cc", "conj", "parataxis", "mark", "dep", "meta",
+               "discourse", "intj", "preconj", "predet", "csubj", "ccomp", "expl"}
+_NP_KEEP = {"det", "compound", "amod", "poss", "nummod", "nmod", "case", "quantmod", "advmod", "neg", "npadvmod",
+            "prep", "pobj", "pcomp", "predet", "nn", "possessive", "flat"}
+_BAD_ADV = {"also", "then", "however", "therefore", "thus", "still", "now", "further", "furthermore", "later",
+            "first", "finally", "instead", "only", "just", "even", "again", "already", "so", "too", "as", "well",
+            "often", "usually", "currently", "generally", "typically", "otherwise", "meanwhile", "nevertheless",
+            "subsequently", "additionally", "eventually", "soon", "here", "there", "similarly", "likewise"}
+IRREGULAR_PAST = {"build": "built", "write": "wrote", "begin": "began", "give": "gave", "take": "took",
+                  "make": "made", "find": "found", "lead": "led", "win": "won", "lose": "lost", "hold": "held",
+                  "bring": "brought", "buy": "bought", "teach": "taught", "think": "thought", "sell": "sold",
+                  "tell": "told", "say": "said", "see": "saw", "become": "became", "come": "came", "go": "went",
+                  "know": "knew", "grow": "grew", "draw": "drew", "throw": "threw", "fly": "flew", "run": "ran",
+                  "sing": "sang", "speak": "spoke", "choose": "chose", "break": "broke", "drive": "drove",
+                  "ride": "rode", "rise": "rose", "steal": "stole", "freeze": "froze", "wear": "wore",
+                  "bear": "bore", "tear": "tore", "swear": "swore", "eat": "ate", "fall": "fell", "feel": "felt",
+                  "keep": "kept", "leave": "left", "meet": "met", "pay": "paid", "send": "sent", "spend": "spent",
+                  "stand": "stood", "understand": "understood", "get": "got", "shoot": "shot", "set": "set",
+                  "put": "put", "cut": "cut", "hit": "hit", "let": "let", "shut": "shut", "read": "read",
+                  "have": "had", "do": "did", "be": "was", "found": "founded", "design": "designed"}
+_DATE_PREPS = {"in", "on", "during", "at", "around", "by"}
+_PLACE_PREPS = {"in", "at", "near", "on"}
+_PLACE_ENTS = {"GPE", "LOC", "FAC"}
+_AGENT_ENTS = {"PERSON", "ORG", "NORP", "GPE"}
+_NUM_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+              "dozen", "hundred", "hundreds", "thousand", "thousands", "million", "millions", "billion",
+              "billions", "several", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
+_TOKENISED = re.compile(r"\s[,.;:!?)%]|\(\s|\s'(s|re|ve|ll|d|m)\b|\sn't\b|``|''")
+
+
+@dataclass(frozen=True)
+class QA:
+    """One generated question with its answer span.
+
+    ``question`` is the standalone form; ``template`` holds ``{T}`` where the topic NP stands
+    (``""`` when the question has no topic to refer back to); ``topic_role`` is ``subj``,
+    ``obj`` or ``of`` (inside ``the N of {T}``), which decides the pronoun's case.
+    """
+    question: str
+    qtype: str
+    answer: str
+    sentence: str
+    template: str = ""
+    topic: str = ""
+    topic_kind: str = "SING"          # SING | PLUR | PERSON
+    topic_role: str = "subj"
+    verb: str = ""                    # the clause's verb lemma (frame of ellipsis)
+    sent_index: int = 0
+    score: float = 0.0
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def render(self, topic_text: str | None = None) -> str:
+        if not self.template or topic_text is None:
+            return self.question
+        return finish(self.template.replace("{T}", topic_text))
+
+
+# -- small text helpers ----------------------------------------------------------------------
+def finish(q: str) -> str:
+    """Capitalised, detokenised, single-spaced, one trailing question mark."""
+    q = detokenize(q.replace(" ?", "?")).strip().rstrip(".?!,;: ")
+    if not q:
+        return q
+    return q[0].upper() + q[1:] + "?"
+
+
+def _text(tokens) -> str:
+    out = ""
+    for t in tokens:
+        if t.is_space:
+            continue
+        out += t.text + (" " if t.whitespace_ else "")
+    return detokenize(out)
+
+
+def _keep_case(tok) -> bool:
+    return tok.pos_ == "PROPN" or tok.text == "I" or bool(tok.ent_type_ and tok.text[:1].isupper()
+                                                             and tok.ent_iob_ == "B" and tok.i != tok.sent.start) \
+        or (tok.text[:2].isupper() and len(tok.text) > 1)
+
+
+def _lower_first(tokens: list) -> list[str]:
+    """The phrase's words for use inside a question: a sentence-initial capital is dropped only
+    from function words and from words the passage also writes in lower case."""
+    words = [t.text for t in tokens if not t.is_space]
+    if tokens and words and not _keep_case(tokens[0]):
+        t = tokens[0]
+        if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
+                t.lower_ in _lower_vocab(t.doc):
+            words[0] = words[0].lower()
+    return words
+
+
+def _lower_vocab(doc) -> set[str]:
+    key = id(doc)
+    hit = _LOWER.get(key)
+    if hit is None or hit[0] is not doc:
+        hit = (doc, {t.text for t in doc if t.text.islower()})
+        if len(_LOWER) > 512:
+            _LOWER.clear()
+        _LOWER[key] = hit
+    return hit[1]
+
+
+_LOWER: dict[int, tuple] = {}
+
+
+def np_tokens(head, max_words: int = 7) -> list:
+    """The noun phrase of ``head`` without relative clauses, appositions or parentheticals;
+    too long -> determiner + compounds/adjectives + head."""
+    drop: set[int] = set()
+    for c in head.children:
+        if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
+            drop.update(t.i for t in c.subtree)
+        elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
+            drop.update(t.i for t in c.subtree)
+    toks = [t for t in head.subtree if t.i not in drop and not t.is_space]
+    # cut at brackets or dashes
+    if any(t.text in "()[]—–;:\"" for t in toks):
+        toks = [t for t in head.subtree if t.i in {c.i for c in head.children if c.dep_ in ("det", "compound", "amod", "poss")}
+                or t.i == head.i]
+    toks = _contiguous(toks, head)
+    if len(toks) > max_words:
+        keep = {head.i} | {c.i for c in head.children if c.dep_ in ("det", "compound", "poss", "amod")}
+        toks = _contiguous([t for t in head.subtree if t.i in keep], head)
+    while toks and toks[-1].is_punct:
+        toks = toks[:-1]
+    while toks and toks[0].is_punct:
+        toks = toks[1:]
+    return toks
+
+
+def _contiguous(toks: list, head) -> list:
+    """The contiguous run of ``toks`` around ``head`` (a phrase with a hole reads badly)."""
+    idx = sorted(t.i for t in toks)
+    if not idx:
+        return []
+    pos = idx.index(head.i) if head.i in idx else 0
+    lo = hi = pos
+    while lo > 0 and idx[lo - 1] == idx[lo] - 1:
+        lo -= 1
+    while hi + 1 < len(idx) and idx[hi + 1] == idx[hi] + 1:
+        hi += 1
+    doc = head.doc
+    return [doc[i] for i in idx[lo:hi + 1]]
+
+
+def _ent_span(tok) -> list:
+    """The named-entity span containing ``tok`` (else its subtree)."""
+    for e in tok.doc.ents:
+        if e.start <= tok.i < e.end:
+            return list(e)
+    return [t for t in tok.subtree if not t.is_space]
+
+
+def _ent_of(tok) -> str:
+    return tok.ent_type_ or ""
+
+
+def _kind(head) -> str:
+    if head.ent_type_ == "PERSON":
+        return "PERSON"
+    if head.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in head.children):
+        return "PLUR"
+    return "SING"
+
+
+def _verb_past(lemma: str) -> str:
+    if lemma in IRREGULAR_PAST:
+        return IRREGULAR_PAST[lemma]
+    if lemma.endswith("e"):
+        return lemma + "d"
+    if re.search(r"[^aeiou]y$", lemma):
+        return lemma[:-1] + "ied"
+    return lemma + "ed"
+
+
+def _verb_3sg(lemma: str) -> str:
+    if lemma == "have":
+        return "has"
+    if re.search(r"(s|sh|ch|x|z|o)$", lemma):
+        return lemma + "es"
+    if re.search(r"[^aeiou]y$", lemma):
+        return lemma[:-1] + "ies"
+    return lemma + "s"
+
+
+# -- clause reading ---------------------------------------------------------------------------
+@dataclass
+class Clause:
+    verb: object
+    subj: object | None
+    subj_toks: list
+    auxes: list
+    passive: bool
+    comps: list           # [(child token, tokens)] in sentence order
+
+
+def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
+    """The subject's NP tokens (or the antecedent NP's text for a pronoun) and its kind."""
+    low = subj.lower_
+    if low in PRONOUNS:
+        if low in ("he", "she"):
+            ant = antecedents.get("PERSON")
+        elif low in ("it", "this"):
+            ant = antecedents.get("SING")
+        elif low in ("they", "these"):
+            ant = antecedents.get("PLUR")
+        else:
+            ant = None
+        return (ant, PERSONAL.get(low, "SING")) if ant else None
+    toks = np_tokens(subj)
+    if not toks:
+        return None
+    poss = [t for t in toks if t.dep_ == "poss" and t.lower_ in ("its", "their", "his", "her")]
+    if poss:        # "its demolition" -> "the demolition of the Berlin Wall"
+        ant = antecedents.get("PERSON" if poss[0].lower_ in ("his", "her") else
+                              "PLUR" if poss[0].lower_ == "their" else "SING")
+        if not ant or poss[0].i != toks[0].i:
+            return None
+        rest = [t.text for t in toks[1:]]
+        return " ".join(["the", *rest, "of", ant]), _kind(subj)
+    if any(t.lower_ in PRONOUNS and t.dep_ in ("poss", "det") and t.lower_ not in ("that",) for t in toks):
+        return None
+    return toks, _kind(subj)
+
+
+def read_clause(sent) -> Clause | None:
+    root = sent.root
+    if root.pos_ not in ("VERB", "AUX"):
+        return None
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    auxes = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
+    passive = any(c.dep_ == "auxpass" for c in root.children)
+    comps = []
+    for c in root.children:
+        if c is subj or c in auxes or c.dep_ in _SKIP_CHILD or c.is_space:
+            continue
+        if c.i < root.i and c.dep_ not in ("neg",):
+            continue                # fronted modifiers ("During this period, ...") are context, not content
+        if c.dep_ == "advmod" and (c.lower_ in _BAD_ADV or len(list(c.subtree)) > 1):
+            continue
+        if c.dep_ in ("npadvmod", "nsubj", "nsubjpass", "dative") and c.ent_type_ != "DATE":
+            continue
+        comps.append(c)
+    return Clause(verb=root, subj=subj, subj_toks=[], auxes=auxes, passive=passive, comps=comps)
+
+
+def _comp_tokens(c, limit: int) -> list | None:
+    """A complement's tokens (object NPs trimmed like subjects); None when too long."""
+    if c.dep_ in ("dobj", "attr", "oprd"):
+        toks = np_tokens(c, max_words=limit + 2)
+        limit += 2
+    elif c.dep_ in ("prep", "agent"):
+        pobj = next((x for x in c.children if x.dep_ in ("pobj", "pcomp")), None)
+        if pobj is None:
+            return None
+        inner = np_tokens(pobj, max_words=limit - 1) if pobj.dep_ == "pobj" else [t for t in pobj.subtree]
+        toks = [c] + inner
+    else:
+        toks = [t for t in c.subtree if not t.is_space]
+    if not toks or len(toks) > limit or any(t.text in "()[];:\"" for t in toks):
+        return None
+    return toks
+
+
+def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
+    """The words after the verb: complements in sentence order, without the asked-for one."""
+    out: list[str] = []
+    if any(c.dep_ in ("ccomp", "csubj") and c.i > clause.verb.i for c in clause.verb.children):
+        return None                 # "announced that ..." - the question would lose its object
+    for c in sorted(clause.comps, key=lambda x: x.i):
+        if c.i in skip:
+            continue
+        if c.dep_ in ("neg", "prt"):
+            out.append(c.text)
+            continue
+        if c.dep_ == "prep" and c.lower_ in ("than", "as", "like", "unlike", "despite", "including"):
+            return None             # comparisons and asides do not survive losing their context
+        toks = _comp_tokens(c, 6)
+        if toks is None:
+            if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd"):
+                return None        # an essential complement we cannot shorten
+            continue
+        out.extend(t.text for t in toks)
+        if len(out) > limit:
+            return None
+    return out
+
+
+def _verb_group(clause: Clause, invert: bool, subj_words: list[str]) -> list[str] | None:
+    """Subject and verb group in question word order: ``was <subj> built``, ``did <subj> build``."""
+    v = clause.verb
+    auxes = [a for a in clause.auxes]
+    if auxes:
+        first, rest = auxes[0], auxes[1:]
+        body = subj_words + [a.text for a in rest] + [v.text]
+        return [first.lower_] + body if invert else subj_words + [first.lower_] + [a.text for a in rest] + [v.text]
+    if v.lemma_ == "be" or v.pos_ == "AUX":
+        return [v.lower_] + subj_words if invert else subj_words + [v.lower_]
+    if not invert:
+        return subj_words + [v.text]
+    if v.tag_ == "VBD":
+        return ["did"] + subj_words + [v.lemma_]
+    if v.tag_ == "VBZ":
+        return ["does"] + subj_words + [v.lemma_]
+    if v.tag_ in ("VBP", "VB"):
+        return ["do"] + subj_words + [v.lemma_]
+    return None
+
+
+def _topic_from_subject(subj_words: list[str], subj_kind: str) -> tuple[str, str]:
+    return " ".join(subj_words), subj_kind
+
+
+def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, invert=True, score=1.0):
+    vp = _vp(clause, skip)
+    if vp is None:
+        return None
+    vg = _verb_group(clause, invert, ["{T}"])
+    if vg is None:
+        return None
+    template = " ".join([wh] + vg + vp)
+    topic = " ".join(subj_words)
+    q = finish(template.replace("{T}", topic))
+    ans = _text(answer_toks) if not isinstance(answer_toks, str) else answer_toks
+    return QA(question=q, qtype=qtype, answer=ans, sentence=_text(sent), template=template, topic=topic,
+              topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
+
+
+def sentence_ok(sent) -> bool:
+    """Prose, not a table row, a list fragment or a heading."""
+    toks = [t for t in sent if not t.is_space and not t.is_punct]
+    if len(toks) < 5 or len(toks) > 60 or sent.text.rstrip().endswith(("?", ":")):
+        return False
+    alpha = sum(t.is_alpha for t in toks) / len(toks)
+    sym = sum(t.text in "$₹€£|=/\\{}<>#*_" for t in sent)
+    return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
+
+
+def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") -> list[QA]:
+    """Every question the clause of ``sent`` supports (see the module docstring)."""
+    out: list[QA] = []
+    if not sentence_ok(sent):
+        return out
+    clause = read_clause(sent)
+    if clause is None:
+        return out
+    v = clause.verb
+    # "To X, do Y." instructions (manuals) -> "How do I X?"
+    to_cl = next((c for c in v.children if c.dep_ == "advcl" and any(m.lower_ == "to" and m.dep_ == "aux"
+                                                                      for m in c.children) and c.i < v.i), None)
+    if to_cl is not None and clause.subj is None and v.tag_ == "VB":
+        purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct]
+        if 2 <= len(purpose) <= 10:
+            rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
+            out.append(QA(question=finish("How do I " + _text(purpose)), qtype="how",
+                          answer=_text([t for t in rest if not (t.is_punct and t.i == rest[0].i)]),
+                          sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
+        return out
+    if clause.subj is None:
+        return out
+    res = _resolve_subject(clause.subj, antecedents)
+    if res is None:
+        return out
+    subj_toks_or_text, subj_kind = res
+    if isinstance(subj_toks_or_text, str):
+        subj_words = subj_toks_or_text.split()
+        subj_is_pron = True
+    else:
+        subj_words = _lower_first(subj_toks_or_text)
+        subj_is_pron = False
+    if not subj_words or len(subj_words) > 7:
+        return out
+    subj_ent = "" if subj_is_pron else _ent_of(clause.subj)
+    subj_low = clause.subj.lower_
+    # "you can X" (manuals) -> "Can I X?" yes/no
+    if subj_low == "you" and clause.auxes and clause.auxes[0].lower_ in ("can", "cannot", "ca"):
+        vp = _vp(clause, set())
+        if vp is not None and 2 <= len(vp) <= 10:
+            neg = " not" if clause.auxes[0].lower_ in ("cannot",) or any(c.dep_ == "neg" for c in v.children) else ""
+            q = finish(f"Can I {v.lemma_} " + " ".join(w for w in vp if w.lower() != "not"))
+            out.append(QA(question=q, qtype="yesno", answer=("No" if neg else "Yes"), sentence=_text(sent),
+                          verb=v.lemma_, sent_index=idx, score=0.9))
+        return out
+    if subj_low in PRONOUNS and subj_low not in PERSONAL:
+        return out
+    # definitional: "X is/was a Y"
+    attr = next((c for c in v.children if c.dep_ == "attr"), None)
+    if v.lemma_ == "be" and attr is not None and attr.i > v.i and not clause.auxes:
+        det = next((c for c in attr.children if c.dep_ == "det"), None)
+        if det is not None and det.lower_ in ("a", "an", "the") and (subj_ent or clause.subj.pos_ == "PROPN"
+                                                                     or subj_is_pron):
+            wh = "Who" if subj_kind == "PERSON" else "What"
+            tense = v.lower_ if v.lower_ in ("is", "was", "are", "were") else "is"
+            tmpl = f"{wh} {tense} {{T}}"
+            ans = np_tokens(attr, max_words=12)
+            out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="define",
+                          answer=_text(ans), sentence=_text(sent), template=tmpl, topic=" ".join(subj_words),
+                          topic_kind=subj_kind, verb="be", sent_index=idx, score=1.0))
+    for c in clause.comps:
+        # when / where: a preposition whose object is a date or a place
+        if c.dep_ == "prep" and c.lower_ in _DATE_PREPS | _PLACE_PREPS:
+            pobj = next((x for x in c.children if x.dep_ == "pobj"), None)
+            if pobj is None:
+                continue
+            ent = pobj.ent_type_
+            same = [x for x in clause.comps if x is not c and x.dep_ == "prep" and any(
+                y.dep_ == "pobj" and (y.ent_type_ == ent or ent in _PLACE_ENTS and y.ent_type_ in _PLACE_ENTS)
+                for y in x.children)]
+            if same:
+                continue            # "in France ... in the Iberian Peninsula": which one is asked?
+            if ent == "DATE" and c.lower_ in _DATE_PREPS and re.search(r"\d{3,4}|century|January|February|March|"
+                                                                        r"April|May|June|July|August|September|"
+                                                                        r"October|November|December", _text(pobj.subtree)):
+                qa = _mk(clause, sent, "when", "When", _ent_span(pobj), {c.i}, subj_words, subj_kind, idx, score=1.3)
+                if qa:
+                    out.append(qa)
+            elif ent in _PLACE_ENTS and c.lower_ in _PLACE_PREPS:
+                qa = _mk(clause, sent, "where", "Where", _ent_span(pobj), {c.i}, subj_words, subj_kind, idx, score=1.2)
+                if qa:
+                    out.append(qa)
+        elif c.ent_type_ == "DATE" and c.dep_ == "npadvmod" and re.search(r"\d{3,4}", _text(c.subtree)):
+            qa = _mk(clause, sent, "when", "When", list(c.subtree), {c.i}, subj_words, subj_kind, idx, score=1.2)
+            if qa:
+                out.append(qa)
+        # passive agent: "built by East Germany" -> "Who built the Berlin Wall?"
+        if c.dep_ == "agent" and clause.passive:
+            pobj = next((x for x in c.children if x.dep_ == "pobj"), None)
+            if pobj is not None and v.tag_ == "VBN":
+                present = clause.auxes and clause.auxes[0].lower_ in ("is", "are")
+                verb = _verb_3sg(v.lemma_) if present else _verb_past(v.lemma_)
+                wh = "Who" if pobj.ent_type_ in _AGENT_ENTS else "What"
+                vp = _vp(clause, {c.i})
+                if vp is not None:
+                    tmpl = " ".join([wh, verb, "{T}"] + vp)
+                    out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="who" if wh == "Who" else "what",
+                                  answer=_text(np_tokens(pobj, 8)) if pobj.ent_type_ else _text(pobj.subtree),
+                                  sentence=_text(sent), template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind,
+                                  topic_role="obj", verb=v.lemma_, sent_index=idx, score=1.25 if wh == "Who" else 0.8))
+        # why: "because ..." / "due to ..."
+        if (c.dep_ == "advcl" and any(m.lower_ in ("because",) for m in c.children if m.dep_ == "mark")) or \
+                (c.dep_ == "prep" and c.lower_ in ("because", "due") and c.i > v.i):
+            cause = [t for t in c.subtree if not t.is_space]
+            if 2 <= len(cause) <= 20:
+                qa = _mk(clause, sent, "why", "Why", cause, {c.i}, subj_words, subj_kind, idx, score=1.1)
+                if qa:
+                    out.append(qa)
+        # how: "by digging tunnels"
+        if c.dep_ == "prep" and c.lower_ == "by" and not clause.passive:
+            pc = next((x for x in c.children if x.dep_ == "pcomp" and x.tag_ == "VBG"), None)
+            if pc is not None:
+                means = [t for t in c.subtree if not t.is_space]
+                if len(means) <= 14:
+                    qa = _mk(clause, sent, "how", "How", means, {c.i}, subj_words, subj_kind, idx, score=1.0)
+                    if qa:
+                        out.append(qa)
+        # how many / how much in the object: "built 302 watchtowers" -> "How many watchtowers did X build?"
+        if c.dep_ == "dobj":
+            num = next((x for x in c.children if x.dep_ == "nummod" and (x.like_num or x.lower_ in _NUM_WORDS)), None)
+            if num is not None and c.tag_ == "NNS" and c.ent_type_ in ("", "CARDINAL"):
+                vp_rest = _vp(clause, {c.i})
+                vg = _verb_group(clause, True, ["{T}"])
+                if vp_rest is not None and vg is not None:
+                    obj_words = [t.text for t in np_tokens(c, 6) if t.i != num.i and t.dep_ not in ("det", "quantmod")
+                                 and not (t.head.i == num.i)]
+                    tmpl = " ".join(["How many"] + obj_words + vg + vp_rest)
+                    out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
+                                  answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
+                                  template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
+                                  sent_index=idx, score=1.3))
+            if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" for x in c.subtree):
+                money = [t for t in c.subtree if t.ent_type_ == "MONEY"]
+                qa = _mk(clause, sent, "how_much", "How much", money, {c.i}, subj_words, subj_kind, idx, score=1.3)
+                if qa:
+                    out.append(qa)
+            # object "what/who" questions about a named object (any object NP of a named subject)
+            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (subj_ent or subj_is_pron
+                                                                    or clause.subj.pos_ == "PROPN"):
+                wh = "Who" if c.ent_type_ == "PERSON" else "What"
+                qa = _mk(clause, sent, "who" if wh == "Who" else "what", wh, np_tokens(c, 8), {c.i}, subj_words,
+                         subj_kind, idx, score=0.9)
+                if qa:
+                    out.append(qa)
+    # how many in the subject: "about 5,000 people escaped" -> "How many people escaped over the wall?"
+    num = next((x for x in clause.subj.children if x.dep_ == "nummod"), None) if not subj_is_pron else None
+    if num is not None and clause.subj.tag_ == "NNS":
+        vp = _vp(clause, set())
+        if vp is not None:
+            aux = [a.text for a in clause.auxes]
+            q = finish(" ".join(["How many", clause.subj.text] + aux + [v.text] + vp))
+            out.append(QA(question=q, qtype="how_many", answer=_text(num.subtree) + " " + clause.subj.text,
+                          sentence=_text(sent), verb=v.lemma_, sent_index=idx, score=1.2))
+    # subject who: "Bill Gates founded Microsoft" -> "Who founded Microsoft?" (the object is the topic)
+    if subj_ent in ("PERSON", "ORG") and not clause.passive and not subj_is_pron and v.lemma_ != "be":
+        dobj = next((c for c in clause.comps if c.dep_ == "dobj"), None)
+        if dobj is not None:
+            obj_toks = np_tokens(dobj, 6)
+            rest = _vp(clause, {dobj.i})
+            if obj_toks and rest is not None and (dobj.ent_type_ or dobj.pos_ == "PROPN"):
+                aux = [a.text for a in clause.auxes]
+                wh = "Who" if subj_ent == "PERSON" else "What"
+                tmpl = " ".join([wh] + aux + [v.text, "{T}"] + rest)
+                topic = " ".join(_lower_first(obj_toks))
+                out.append(QA(question=finish(tmpl.replace("{T}", topic)), qtype="who", answer=_text(subj_toks_or_text),
+                              sentence=_text(sent), template=tmpl, topic=topic, topic_kind=_kind(dobj),
+                              topic_role="obj", verb=v.lemma_, sent_index=idx, score=1.15))
+    return out
+
+
+def _antecedent_update(sent, antecedents: dict) -> None:
+    """Remember the sentence's subject NP (and any person) for pronouns in later sentences."""
+    root = sent.root
+    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is not None and subj.lower_ not in PRONOUNS:
+        toks = np_tokens(subj)
+        if toks and len(toks) <= 6:
+            kind = _kind(subj)
+            antecedents[kind] = " ".join(_lower_first(toks))
+            if kind == "PERSON":
+                antecedents["PERSON"] = " ".join(t.text for t in toks)
+    for e in sent.ents:
+        if e.label_ == "PERSON" and len(e) >= 2:
+            antecedents.setdefault("PERSON", e.text)
+
+
+@lru_cache(maxsize=4096)
+def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
+    """All well-formed candidates of one passage, in sentence order (cached by content)."""
+    out: list[QA] = []
+    antecedents: dict[str, str] = {}
+    if title and len(title.split()) <= 5 and not title.lower().startswith(("wikipedia:", "list of")):
+        tdoc = parse(detokenize(title))
+        antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
+    for i, sent in enumerate(sentence_spans(text)):
+        for qa in questions_from_sentence(sent, i, dict(antecedents), title):
+            if well_formed(qa.question) is None:
+                out.append(qa)
+        _antecedent_update(sent, antecedents)
+    low = f" {text.lower()} "
+    he = low.count(" he ") + low.count(" his ") + low.count(" him ")
+    she = low.count(" she ") + low.count(" her ")
+    gender = "she" if she > he else "he" if he else "they"
+    return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+# -- well-formedness --------------------------------------------------------------------------
+def well_formed(question: str, followup: bool = False) -> str | None:
+    """``None`` when ``question`` is a well-formed English question, else the reason.
+
+    Surface: capitalised, ends with one ``?``, no tokenised spacing, balanced brackets and
+    quotes, no repeated word, no markdown; 5-16 words (``followup``: a question as asked in a
+    conversation, which may lean on the history with a pronoun or ellipsis: 2-16).
+    Parser: the question parses as an interrogative (wh-word or auxiliary first, or an
+    elliptical ``And ...?``/``What about ...?`` follow-up), has a verb (or is elliptical), uses
+    no subject pronoun as an object (or the reverse), has no stray capitalised function word and
+    does not end in a determiner, a conjunction or a dangling preposition of a non-wh question.
+    """
+    q = question.strip()
+    if not q.endswith("?") or q.endswith("??") or q.count("?") != 1:
+        return "does not end with exactly one question mark"
+    if not q[:1].isupper():
+        return "does not start with a capital letter"
+    if _TOKENISED.search(q) or "  " in q or re.search(r"[#*_`|<>{}]|\]\(|https?:", q):
+        return "tokenised spacing or markup"
+    for a, b in ("()", "[]"):
+        if q.count(a) != q.count(b):
+            return "unbalanced brackets"
+    if q.count('"') % 2:
+        return "unbalanced quotes"
+    words = q[:-1].split()
+    lo = 2 if followup else 5
+    if not lo <= len(words) <= 16:
+        return f"{len(words)} words (needs {lo}-16)"
+    low = [w.lower().strip(",") for w in words]
+    if any(a == b for a, b in zip(low, low[1:])):
+        return "a repeated word"
+    doc = parse(q)
+    toks = [t for t in doc if not t.is_punct]
+    first = toks[0].lower_ if toks else ""
+    is_ellipsis = first == "and" or (first == "what" and len(toks) > 1 and toks[1].lower_ == "about")
+    if followup and is_ellipsis:
+        if not any(t.pos_ in ("NOUN", "PROPN", "PRON", "NUM") or t.ent_type_ for t in toks[1:]):
+            return "an elliptical follow-up without a noun phrase"
+    else:
+        if first not in WH_WORDS and first not in AUX_FIRST:
+            return f"not an interrogative (starts with {first!r})"
+        if not any(t.pos_ in ("VERB", "AUX") for t in toks):
+            return "no verb"
+    for t in toks[1:]:
+        if t.text[:1].isupper() and t.pos_ in ("DET", "ADP", "CCONJ", "SCONJ", "AUX", "VERB", "ADV") \
+                and t.text not in ("I",) and not t.ent_type_:
+            return f"stray capitalised {t.text!r} inside the question"
+    for t in toks:
+        if t.lower_ in ("they", "he", "she", "we", "i") and t.dep_ in ("dobj", "pobj", "dative"):
+            return f"a subject pronoun {t.text!r} used as an object"
+        if t.lower_ in ("them", "him", "us", "me") and t.dep_ in ("nsubj", "nsubjpass"):
+            return f"an object pronoun {t.text!r} used as a subject"
+    last = toks[-1]
+    if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
+        return f"ends in {last.text!r}"
+    if last.pos_ == "ADP" and first not in WH_WORDS:
+        return f"dangling preposition {last.text!r}"
+    if len(list(doc.sents)) > 1 and not any(t.text == "," for t in doc):
+        return "more than one sentence"
+    return None

@@ -1,0 +1,159 @@
+"""The offline questioner: over-generate questions from the shown passages, rank them, and ask
+the chosen one the way a person continues a conversation.
+
+Ranking (higher first): the generator's slot score; +1 for a passage not used as gold before;
+for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
+last answer) so conversations stay on their subject and can refer back to it; a small
+preference for early sentences (central content) and 7-12 word questions. Dropped: questions
+that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone question or
+MiniLM cosine >= 0.9) and questions whose answer span an earlier answer already gave.
+The ``attempt``-th best is asked (a rejected attempt moves to the next).
+
+Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
+slot shifted (``When was X built?`` -> ``Who designed ...`` is not invented: the same clause is
+asked with another wh-word: ``Where was X built?``, ``Why was X built?``, ``How many ...``)
+where no shown passage fills the new slot; the corpus search of the uniqueness check then
+confirms that no passage anywhere does.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from agents.synth.offline.answer_types import fills_slot
+from agents.synth.offline.discourse import DiscourseShares, coreferable, render, segment_topics
+from agents.synth.offline.matching import support, windows
+from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
+from agents.synth.prompt_parts import seed_int
+from agents.synth.text import jaccard_words, words
+
+
+def _cands(text: str, title: str) -> tuple[QA, ...]:
+    return passage_questions(text, title)
+
+
+def _unit(*parts) -> float:
+    return seed_int(*parts) / float(1 << 32)
+
+
+def _repeats(q: str, earlier: list[str]) -> bool:
+    if any(jaccard_words(q, e) >= 0.5 for e in earlier):
+        return True
+    if earlier:
+        from agents.synth.offline.semantic import best_similarity
+        return best_similarity(q, earlier) >= 0.9
+    return False
+
+
+def _given(answer: str, history_answers: list[str]) -> bool:
+    a = " ".join(words(answer))
+    return bool(a) and len(a) > 3 and any(f" {a} " in f" {' '.join(words(h))} " for h in history_answers)
+
+
+def ask(x: dict) -> tuple[int, str, str]:
+    """(1-based doc index (0 = none), question as asked, standalone question)."""
+    passages = x["passages"]
+    if x.get("unanswerable"):
+        return _unanswerable(x)
+    used = set(x.get("used_gold") or [])
+    segment = [] if x.get("standalone") else list(x.get("segment") or [])
+    earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
+    given = [t.get("answer") or "" for t in x.get("segment") or []]
+    topics = segment_topics(segment) if segment else []
+    scored = []
+    for i, p in enumerate(passages):
+        for qa in _cands(p["text"], p.get("title") or ""):
+            if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given):
+                continue
+            s = qa.score + (1.0 if p["doc_id"] not in used else 0.0)
+            if segment:
+                rank = coreferable(qa, topics)
+                if rank is not None:
+                    s += 2.5 - 0.1 * rank            # stay on the segment's focus
+            elif qa.template:
+                s += 0.3                         # an opening question with a topic to come back to
+            n = len(qa.question.split())
+            s -= 0.02 * qa.sent_index + (0.05 * (7 - n) if n < 7 else 0.04 * max(0, n - 12))
+            scored.append((-round(s, 6), i, qa.sent_index, qa.question, qa))
+    scored.sort(key=lambda r: r[:4])
+    # near-duplicates by meaning, checked lazily on the head of the ranking only
+    picked = None
+    skip = x.get("attempt", 0)
+    for _, i, _, _, qa in scored:
+        if _repeats(qa.question, earlier):
+            continue
+        if skip:
+            skip -= 1
+            continue
+        picked = (i, qa)
+        break
+    if picked is None:
+        return _fallback(x)
+    i, qa = picked
+    if not segment:
+        return i + 1, qa.question, qa.question
+    shares = DiscourseShares(**(x.get("discourse") or {}))
+    u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
+    asked, _form = render(qa, segment, shares, u)
+    return i + 1, asked, qa.question
+
+
+def _fallback(x: dict) -> tuple[int, str, str]:
+    """No candidate left: a definitional question about the first unused passage's title."""
+    passages = x["passages"]
+    used = set(x.get("used_gold") or [])
+    i = next((k for k, p in enumerate(passages) if p["doc_id"] not in used), 0)
+    title = (passages[i].get("title") or "").strip()
+    q = finish(f"What is {title}") if title and len(title.split()) <= 6 else "What does this part of the topic cover?"
+    if well_formed(q) is not None:
+        q = "What else should I know about this topic?"
+    return i + 1, q, q
+
+
+_SHIFT = {"when": ["Where", "Why", "How"], "where": ["When", "Why"], "who": ["When", "Where", "Why"],
+          "what": ["When", "Where", "Why"], "how_many": ["When", "Where", "Why"], "how_much": ["When", "Why"],
+          "why": ["When", "Where"], "how": ["When", "Where"]}
+_TYPE_OF = {"When": "when", "Where": "where", "Why": "why", "How": "how"}
+
+
+def _unanswerable(x: dict) -> tuple[int, str, str]:
+    passages = x["passages"]
+    segment = list(x.get("segment") or [])
+    topics = segment_topics(segment) if segment else []
+    earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
+    opts = []
+    for p in passages:
+        for qa in _cands(p["text"], p.get("title") or ""):
+            if not qa.template or qa.qtype not in _SHIFT:
+                continue
+            body = re.sub(r"^(When|Where|Who|What|Why|How many \w+|How much|How)\s+", "", qa.template)
+            if body == qa.template or "{T}" not in body:
+                continue
+            if qa.qtype in ("who", "what") and body.startswith(("{T}",)):
+                continue
+            if not re.match(r"^(is|are|was|were|do|does|did|has|have|had|can|will)\b", body):
+                continue          # an inverted clause is needed to ask another slot
+            rank = coreferable(qa, topics) if topics else None
+            for wh in _SHIFT[qa.qtype]:
+                q = finish(f"{wh} {body}".replace("{T}", qa.topic))
+                if well_formed(q) is not None or any(jaccard_words(q, e) >= 0.5 for e in earlier):
+                    continue
+                qtype = _TYPE_OF[wh]
+                filled = any(support(q, w) >= 0.6 and fills_slot(qtype, w) for pp in passages
+                             for w in windows(pp["text"]))
+                if filled:
+                    continue
+                opts.append((0 if rank is not None else 1, -qa.score, qa.sent_index, q,
+                             replace(qa, question=q, template=f"{wh} {body}", qtype=qtype)))
+    if not opts:
+        _, q, _ = _fallback({**x, "used_gold": []})
+        return 0, q, q
+    opts.sort()
+    k = min(x.get("attempt", 0), len(opts) - 1)
+    head = opts[: max(1, min(len(opts), 4))]
+    pick = head[(seed_int(*(p["doc_id"] for p in passages)) + k) % len(head)] if k < len(head) else opts[k]
+    if segment and not x.get("standalone"):
+        shares = DiscourseShares(**(x.get("discourse") or {}))
+        asked, _ = render(pick[4], segment, shares, _unit("discourse", *(p["doc_id"] for p in passages), pick[3]))
+        return 0, asked, pick[3]
+    return 0, pick[3], pick[3]

@@ -1,0 +1,97 @@
+"""Realism report: a synthesized benchmark next to human conversations of the same domain.
+
+Two steps (plain functions, no Prefect server needed):
+
+    # 1. spine + offline synthesis on an MTRAG passage pool (one run dir per pool; reused)
+    python benchmarks/realism.py synthesize tests/data/mtrag/corpus/cloud.jsonl.gz mtr-runs/realism-cloud \
+        [--config benchmarks/realism_mtrag.toml] [--conversations 32 --turns 8]
+    # 2. the table: question statistics, history dependence and BM25/dense nDCG@5 by query mode
+    python benchmarks/realism.py report --ours mtr-runs/realism-cloud \
+        --human tests/data/mtrag --format mtrag --domain cloud [--no-retrieval]
+
+Statistics: :mod:`evaluation.realism`. The synthesized benchmark is searched over its own
+corpus (for an MTRAG pool: the same passages as the human conversations of that domain).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
+    """Spine (skipped when the run already has clusters) and offline synthesis of ``out``."""
+    from agents.config import LLMConfig
+    from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
+    from clustering import stages as cst
+    from clustering.stages import default_cache_dir
+    from corpus import stages as st
+    from flows.config import load_config
+    from storage.store import RunStore
+    cfg = load_config(Path(config), {"runs_root": str(Path(out).parent), **overrides})
+    store = RunStore(out).ensure()
+    t0 = time.perf_counter()
+    if not store.has_table("clusters"):
+        st.curate(store, corpus, cfg)
+        st.chunk(store, cfg)
+        cst.embed(store, cfg)
+        cst.cluster(store, cfg)
+        print(f"spine: {time.perf_counter() - t0:.0f} s", flush=True)
+    clusters, cvecs, chunks = load_plan_inputs(store)
+    plans = plan_conversations(clusters, cvecs, cfg.synth)
+    search = corpus_searcher(store, chunks, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)))
+    t1 = time.perf_counter()
+    res = synthesize_batch(store, plans, chunks, LLMConfig(backend="offline"), cfg.synth, search)
+    summary = assemble(store, plans, res["states"], cfg.synth)
+    print(f"synthesis: {time.perf_counter() - t1:.0f} s", flush=True)
+    return summary
+
+
+def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retrieval: bool,
+           out_dir: str | None) -> str:
+    from evaluation.realism import format_table, question_stats, retrieval_table
+    from storage.benchmark import load_benchmark
+    benches = [(load_benchmark(p, "ours"), f"offline {Path(p).name}") for p in ours]
+    benches += [(load_benchmark(p, fmt, domain=domain), f"human {domain or Path(p).name}") for p in human]
+    stats = [question_stats(b, name) for b, name in benches]
+    tables = None
+    if retrieval:
+        tables = []
+        for b, name in benches:
+            work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
+            tables.append(retrieval_table(b, index_dir=work / "bm25", cache_dir=work / "emb"))
+    return format_table(stats, tables)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("synthesize", help="spine + offline synthesis on a corpus")
+    s.add_argument("corpus")
+    s.add_argument("out")
+    s.add_argument("--config", default=str(ROOT / "benchmarks" / "realism_mtrag.toml"))
+    s.add_argument("--conversations", type=int)
+    s.add_argument("--turns", type=int)
+    r = sub.add_parser("report", help="the realism table")
+    r.add_argument("--ours", action="append", default=[], help="a synthesis run directory (repeatable)")
+    r.add_argument("--human", action="append", default=[], help="a human benchmark path (repeatable)")
+    r.add_argument("--format", default="mtrag")
+    r.add_argument("--domain")
+    r.add_argument("--no-retrieval", action="store_true")
+    r.add_argument("--work", help="where indexes and embeddings of the report go (default mtr-eval/realism)")
+    a = ap.parse_args(argv)
+    if a.cmd == "synthesize":
+        over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns)) if v}
+        print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
+    else:
+        print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work))
+
+
+if __name__ == "__main__":
+    main()
