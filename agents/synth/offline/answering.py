@@ -34,7 +34,9 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     if not sents:
         return detokenize(text)
     key = _key(standalone or question)
-    qa = next((c for c in passage_questions(text, passage.get("title") or "") if _key(c.question) == key), None)
+    cands = passage_questions(text, passage.get("title") or "")
+    qa = next((c for c in cands if _key(c.question) == key), None) or \
+        next((c for c in cands if key.startswith(_key(c.question) + " in ")), None)   # asked in a context
     if qa is not None:
         span, sentence = qa.answer, qa.sentence
     else:

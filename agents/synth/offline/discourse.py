@@ -50,6 +50,9 @@ def segment_topics(segment: list[dict]) -> list[str]:
     """Noun phrases the segment is about, most salient first: noun chunks of the standalone
     questions (newest first, proper names first) then named entities of the last answer."""
     out: list[str] = []
+    f = focus(segment)
+    if f:
+        out.append(norm_np(f))
     for t in reversed(segment):
         doc = parse(t.get("standalone_question") or t.get("question") or "")
         chunks = [c for c in doc.noun_chunks if c.root.lower_ not in ("what", "who", "which", "it", "they", "i",
@@ -67,6 +70,30 @@ def segment_topics(segment: list[dict]) -> list[str]:
                     and n not in out:
                 out.append(n)
     return out
+
+
+def focus(segment: list[dict]) -> str:
+    """The segment's focus: the main noun phrase of its first standalone question (a proper
+    name first, else the first noun chunk), as written there ("" when none)."""
+    if not segment:
+        return ""
+    doc = parse(segment[0].get("standalone_question") or "")
+    chunks = [c for c in doc.noun_chunks if c.root.lower_ not in ("what", "who", "which", "it", "they", "i", "you",
+                                                                   "we", "he", "she", "how", "many")]
+    if not chunks:
+        return ""
+    best = next((c for c in chunks if any(x.pos_ == "PROPN" for x in c)), chunks[0])
+    toks = [t for t in best if not (t.i == best.start and t.pos_ == "DET")]
+    text = " ".join(t.text for t in toks)
+    det = "the " if best[0].lower_ == "the" else ""
+    return det + text
+
+
+def with_context(question: str, focus_np: str) -> str:
+    """The standalone form of a question asked inside the focus's context: the focus added as
+    ``in <focus>`` ("How do I create a database?" -> "How do I create a database in IBM
+    Cloudant?")."""
+    return finish(f"{question.rstrip('?')} in {focus_np}")
 
 
 def coreferable(qa: QA, topics: list[str]) -> int | None:

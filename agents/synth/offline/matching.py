@@ -3,14 +3,15 @@ same number/date/entity) in a sentence of the other passage that carries enough 
 question's terms (that sentence and its neighbours).
 
 For an unanswerable question (no reference answer) a passage answers when one of its
-sentences carries most of the question's terms *and* something of the asked-for type.
+windows carries most of the question's terms *and* something of the asked-for type that the
+question does not already name (:func:`new_filler`).
 """
 from __future__ import annotations
 
 import re
 
-from agents.synth.offline.answer_types import answer_span, fills_slot, question_type
-from agents.synth.offline.nlp import clean_passage, detokenize
+from agents.synth.offline.answer_types import CAUSE_RE, answer_span, question_type
+from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.text import content_words, sentences, words
 
 _NUM = re.compile(r"\d[\d,.]*")
@@ -48,6 +49,24 @@ def windows(passage: str) -> list[str]:
     return [" ".join(sents[max(0, i - 1): i + 2]) for i in range(len(sents))] or [passage]
 
 
+_SLOT_ENTS = {"when": {"DATE", "TIME"}, "where": {"GPE", "LOC", "FAC"}, "who": {"PERSON", "ORG", "NORP"},
+              "how_many": {"CARDINAL", "QUANTITY"}, "how_much": {"MONEY", "QUANTITY", "PERCENT"}}
+
+
+def new_filler(qtype: str, text: str, question: str) -> bool:
+    """``text`` holds something of the asked-for type that the question does not already name
+    (a place other than the question's places for *where*, a date for *when* ...)."""
+    ql = norm(question)
+    want = _SLOT_ENTS.get(qtype)
+    if want:
+        return any(e.label_ in want and norm(e.text) not in ql for e in parse(text).ents)
+    if qtype == "why":
+        return bool(CAUSE_RE.search(text))
+    if qtype == "how":
+        return any(t.lower_ == "by" and any(c.tag_ == "VBG" for c in t.children) for t in parse(text))
+    return False
+
+
 def also_answers(question: str, answer: str, candidate: str, min_support: float = 0.6) -> tuple[bool, str]:
     """(answers, reason) for the candidate passage; see the module docstring."""
     qtype = question_type(question)
@@ -67,6 +86,6 @@ def also_answers(question: str, answer: str, candidate: str, min_support: float 
     for w in windows(candidate):
         s = support(question, w)
         best = max(best, s)
-        if s >= 0.75 and fills_slot(qtype, w):
+        if s >= 0.75 and new_filler(qtype, w, question):
             return True, f"a window holds {s:.2f} of the question's terms and a {qtype} answer"
     return False, f"no window holds the question's terms with a {qtype} answer (best term support {best:.2f})"

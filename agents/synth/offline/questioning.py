@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from agents.synth.offline.answer_types import fills_slot
-from agents.synth.offline.discourse import DiscourseShares, coreferable, render, segment_topics
-from agents.synth.offline.matching import support, windows
+from agents.synth.offline.discourse import DiscourseShares, coreferable, focus, render, segment_topics, with_context
+from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
@@ -60,6 +59,7 @@ def ask(x: dict) -> tuple[int, str, str]:
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
     given = [t.get("answer") or "" for t in x.get("segment") or []]
     topics = segment_topics(segment) if segment else []
+    focus_np = focus(segment) if segment else ""
     scored = []
     for i, p in enumerate(passages):
         for qa in _cands(p["text"], p.get("title") or ""):
@@ -70,6 +70,8 @@ def ask(x: dict) -> tuple[int, str, str]:
                 rank = coreferable(qa, topics)
                 if rank is not None:
                     s += 2.5 - 0.1 * rank            # stay on the segment's focus
+                elif in_context(qa, p, focus_np):
+                    s += 1.5                         # asked inside the focus's context
             elif qa.template:
                 s += 0.3                         # an opening question with a topic to come back to
             n = len(qa.question.split())
@@ -94,8 +96,28 @@ def ask(x: dict) -> tuple[int, str, str]:
         return i + 1, qa.question, qa.question
     shares = DiscourseShares(**(x.get("discourse") or {}))
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
+    if coreferable(qa, topics) is None and in_context(qa, passages[i], focus_np):
+        standalone = with_context(qa.question, focus_np)
+        if well_formed(standalone) is None:
+            # the context is left implicit with the shares' probability, else asked explicitly
+            implicit = u < shares.pronoun + shares.short + shares.ellipsis
+            return i + 1, (qa.question if implicit else standalone), standalone
     asked, _form = render(qa, segment, shares, u)
     return i + 1, asked, qa.question
+
+
+def in_context(qa: QA, passage: dict, focus_np: str) -> bool:
+    """The question does not name the segment's focus but its passage is about it."""
+    if not focus_np:
+        return False
+    fw = [w for w in words(focus_np) if len(w) > 2 and w not in ("the",)]
+    if not fw:
+        return False
+    qw = set(words(qa.question))
+    if any(w in qw for w in fw):
+        return False
+    text = " ".join(words((passage.get("title") or "") + " " + passage["text"][:3000]))
+    return " ".join(fw) in text
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
@@ -139,7 +161,7 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 if well_formed(q) is not None or any(jaccard_words(q, e) >= 0.5 for e in earlier):
                     continue
                 qtype = _TYPE_OF[wh]
-                filled = any(support(q, w) >= 0.6 and fills_slot(qtype, w) for pp in passages
+                filled = any(support(q, w) >= 0.6 and new_filler(qtype, w, q) for pp in passages
                              for w in windows(pp["text"]))
                 if filled:
                     continue

@@ -1,0 +1,85 @@
+"""Offline answerer, verifier and uniqueness judge: typed answer spans, the verifier's type,
+constraint and fit checks (the Guinea-Pigs case), span matching for extra positives, and the
+novelty check of unanswerable turns."""
+import asyncio
+
+from agents.synth import verifier
+from agents.synth.answerer import Answerer
+from agents.synth.config import SynthConfig
+from agents.synth.state import GraphContext
+from agents.synth.uniqueness import UniquenessJudge
+from agents.synth.verifier import Verifier
+
+WALL = {"doc_id": "w", "title": "Berlin Wall",
+        "text": "The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "
+                "It was built by East Germany in 1961. About 5,000 people escaped over the wall."}
+PIGS = {"doc_id": "g", "title": "The Guinea Pigs",
+        "text": "The Guinea Pigs is a novel by the Czech writer Ludvík Vaculík, published in 1970. "
+                "In 1933, the publisher Melantrich released a collection of essays about rural life by another author."}
+
+
+def _verify(q, answer, passage, prev=(), standalone=None):
+    return Verifier().run_offline({"question": q, "standalone_question": standalone or q, "answer": answer,
+                                   "passage": passage, "previous_questions": list(prev)})
+
+
+def test_answer_is_the_span_then_its_context():
+    a = Answerer().run_offline({"question": "When was it built?", "standalone_question":
+                                "When was the Berlin Wall built by East Germany?", "passage": WALL}).answer
+    assert a == "1961. It was built by East Germany in 1961. About 5,000 people escaped over the wall."
+    v = _verify("When was it built?", a, WALL, standalone="When was the Berlin Wall built by East Germany?")
+    assert v.answerable and v.faithful and v.novel, v.reason
+
+
+def test_verifier_rejects_an_answer_of_the_wrong_type():
+    a = "East Germany. It was built by East Germany in 1961."
+    v = _verify("When was the Berlin Wall built?", a, WALL)
+    assert not v.answerable and "not a when answer" in v.reason
+
+
+def test_verifier_rejects_the_guinea_pigs_case():
+    # the old offline pipeline answered this 1970 question with the 1933 sentence about another book
+    q = "What happened in 1970 regarding The Guinea Pigs?"
+    a = ("In 1933, the publisher Melantrich released a collection of essays about rural life by another author.")
+    v = _verify(q, a, PIGS)
+    assert not v.answerable and "1970" in v.reason
+
+
+def test_verifier_rejects_a_span_that_is_not_in_the_passage_and_repeats():
+    v = _verify("Who built the Berlin Wall?", "The Soviet Union. It was built by East Germany in 1961.", WALL,
+                prev=["Who built the Berlin Wall?"])
+    assert not v.answerable and not v.novel and "not in the passage" in v.reason
+
+
+def test_uniqueness_finds_the_same_answer_in_a_planted_paraphrase():
+    ans = "1961. It was built by East Germany in 1961."
+    para = {"doc_id": "p", "text": "Construction of the Berlin Wall was started by East Germany in 1961, "
+                                   "sealing off West Berlin."}
+    other_year = {"doc_id": "o", "text": "The Berlin Wall was opened in 1989 after weeks of civil unrest."}
+    off_topic = {"doc_id": "x", "text": "In 1961 the first man flew into space aboard Vostok 1."}
+    judge = UniquenessJudge()
+    q = "When was the Berlin Wall built by East Germany?"
+    assert judge.run_offline({"question": q, "answer": ans, "candidate": para}).answers
+    assert not judge.run_offline({"question": q, "answer": ans, "candidate": other_year}).answers
+    assert not judge.run_offline({"question": q, "answer": ans, "candidate": off_topic}).answers
+
+
+def test_uniqueness_for_an_unanswerable_question_needs_a_typed_answer():
+    judge = UniquenessJudge()
+    q = "Where was the Berlin Wall built by East Germany?"
+    assert not judge.run_offline({"question": q, "answer": "", "candidate": WALL}).answers
+    assert judge.run_offline({"question": q, "answer": "", "candidate": {
+        "doc_id": "z", "text": "The Berlin Wall was built by East Germany in Berlin."}}).answers
+
+
+def test_a_repeated_unanswerable_question_is_rejected_by_the_novelty_check():
+    ctx = GraphContext(corpus={}, llm=None, search=lambda q, k: [], cfg=SynthConfig())
+    prev = {"turn": 2, "status": "ok", "question_original": "Why was the Berlin Wall built?"}
+    state = {"conv_id": "c", "turn": 3, "turns": [prev], "cand": {
+        "question": "Why was the Berlin Wall built?", "standalone_question": "Why was the Berlin Wall built?",
+        "gold": None, "unanswerable": True}}
+    upd = asyncio.run(verifier.node(ctx, state))
+    assert upd["cand"] is None and "repeats" in upd["feedback"]
+    fresh = {**state, "cand": {**state["cand"], "question": "How many guards did the wall have?",
+                               "standalone_question": "How many guards did the Berlin Wall have?"}}
+    assert asyncio.run(verifier.node(ctx, fresh)) == {"feedback": None}

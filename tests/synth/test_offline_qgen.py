@@ -1,0 +1,67 @@
+"""Offline question generation: parsed structure -> wh-questions whose answer is a span of the
+sentence, and the parser-based well-formedness check (hand-checked expectations)."""
+import pytest
+
+from agents.synth.offline.nlp import detokenize
+from agents.synth.offline.qgen import passage_questions, well_formed
+
+WALL = ("The Berlin Wall was a guarded concrete barrier that divided Berlin from 1961 to 1989. "
+        "It was built by East Germany in 1961. About 5,000 people escaped over the wall.")
+
+
+def test_detokenize_undoes_tokenised_spacing():
+    assert detokenize("divided ( East Germany ) , they 're 1 , 000 `` Byzantine '' Cummings ' summers .") == \
+        "divided (East Germany), they're 1,000 \"Byzantine\" Cummings' summers."
+
+
+@pytest.mark.parametrize("q,reason", [
+    ("whats At the same time , the country?", "capital"),
+    ("How many people visited they last year?", "pronoun"),
+    ("What happened in ( East Germany )?", "tokenised"),
+    ("When was the wall built", "question mark"),
+    ("When was the the wall built?", "repeated"),
+    ("The wall was built in 1961 by the East German state?", "interrogative"),
+    ("Who built the wall in the?", "ends in"),
+    ("When did it?", "words"),
+])
+def test_well_formed_rejects_broken_surfaces(q, reason):
+    assert reason in (well_formed(q) or "")
+
+
+@pytest.mark.parametrize("q", ["When was the Berlin Wall built?", "How many people escaped over the wall?",
+                               "Where did guinea pigs originate?", "Can I store images in IBM Cloudant?"])
+def test_well_formed_accepts_questions(q):
+    assert well_formed(q) is None
+
+
+def test_followups_may_be_short_or_elliptical():
+    assert well_formed("When was it built?") is not None          # 4 words: too short standalone
+    assert well_formed("When was it built?", followup=True) is None
+    assert well_formed("And its population?", followup=True) is None
+    assert well_formed("What about the wall?", followup=True) is None
+    assert well_formed("And?", followup=True) is not None
+
+
+def test_questions_from_the_parse_with_answer_spans():
+    got = {qa.question: (qa.qtype, qa.answer, qa.topic) for qa in passage_questions(WALL, "Berlin Wall")}
+    assert got["What was the Berlin Wall?"] == ("define", "a guarded concrete barrier", "the Berlin Wall")
+    # the pronoun subject "It" is resolved to the earlier sentence's subject
+    assert got["Who built the Berlin Wall in 1961?"] == ("who", "East Germany", "the Berlin Wall")
+    assert got["When was the Berlin Wall built by East Germany?"] == ("when", "1961", "the Berlin Wall")
+    assert got["How many people escaped over the wall?"][:2] == ("how_many", "About 5,000 people")
+    for q, (_, answer, _) in got.items():
+        assert answer.lower() in WALL.lower()            # every answer is a span of the passage
+        assert well_formed(q) is None
+
+
+def test_every_candidate_on_the_example_corpus_is_well_formed():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "examples" / "wiki"
+    n = 0
+    for f in sorted(root.glob("*.md"))[:4]:
+        for qa in passage_questions(f.read_text()[:4000], f.stem.replace("_", " ").title()):
+            n += 1
+            assert well_formed(qa.question) is None, qa.question
+            assert 5 <= len(qa.question.split()) <= 16 and qa.question.endswith("?")
+            assert " ," not in qa.question and "( " not in qa.question
+    assert n >= 10
