@@ -8,6 +8,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import pytest
 
+# No test may leave a child process behind: the session fails listing (and killing) leftovers.
+from tests.process_guard import pytest_sessionfinish, pytest_sessionstart  # noqa: E402,F401
+
 
 @pytest.fixture
 def fake_llm():

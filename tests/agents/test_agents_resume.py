@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from agents.accounting import read_calls
 from agents.cache import CallCache
 from agents.testing.fake_server import Reply
@@ -20,12 +22,30 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("_worker.py")
 
 
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _end_workers():
+    """Every worker a test starts is ended, whatever the test's outcome."""
+    yield
+    while _STARTED:
+        w = _STARTED.pop()
+        if w.poll() is None:
+            w.kill()
+        w.wait()
+        for pipe in (w.stdout, w.stderr):
+            pipe.close()
+
+
 def start_worker(base_url: str, run_dir: Path, n: int, conc: int) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(WORKER), base_url, str(run_dir), str(n), str(conc)],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    w = subprocess.Popen([sys.executable, str(WORKER), base_url, str(run_dir), str(n), str(conc)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _STARTED.append(w)
+    return w
 
 
-def wait_until(cond, timeout=20.0):
+def wait_until(cond, timeout=300.0):
     t0 = time.time()
     while time.time() - t0 < timeout:
         if cond():
@@ -58,7 +78,7 @@ def test_kill_during_calls_then_rerun(fake_llm, tmp_path):
     store = RunStore(str(run_dir))
     wait_until(lambda: fake_llm.count >= answered + 3 and read_calls(store).num_rows >= answered)
     os.kill(w.pid, signal.SIGKILL)
-    w.wait(10)
+    w.wait(60)
     first = items_of(fake_llm)
     done_first = first[:answered]
     assert len(check_cache(run_dir)) == answered
@@ -67,7 +87,7 @@ def test_kill_during_calls_then_rerun(fake_llm, tmp_path):
 
     fake_llm.reset()
     w = start_worker(fake_llm.base_url, run_dir, n, 3)
-    out, err = w.communicate(timeout=30)
+    out, err = w.communicate(timeout=300)
     assert w.returncode == 0, err[-2000:]
     assert "done 12" in out
     second = items_of(fake_llm)
@@ -92,7 +112,7 @@ def test_kill_at_a_random_moment_leaves_a_consistent_run(fake_llm, tmp_path):
     wait_until(lambda: fake_llm.count >= 5)
     time.sleep(random.uniform(0.0, 0.15))
     os.kill(w.pid, signal.SIGKILL)
-    w.wait(10)
+    w.wait(60)
     cached = check_cache(run_dir)
     requested_first = items_of(fake_llm)
     rows = read_calls(store).to_pylist()
@@ -101,7 +121,7 @@ def test_kill_at_a_random_moment_leaves_a_consistent_run(fake_llm, tmp_path):
     fake_llm.reset()
     fake_llm.latency = 0.0
     w = start_worker(fake_llm.base_url, run_dir, n, 4)
-    out, err = w.communicate(timeout=30)
+    out, err = w.communicate(timeout=300)
     assert w.returncode == 0, err[-2000:]
     second = items_of(fake_llm)
     assert len(second) == n - len(cached)                 # exactly the unanswered ones

@@ -120,7 +120,7 @@ def test_killed_run_resumes_without_repeating_calls(spine_copy):
             time.sleep(0.05)
         time.sleep(0.5)                        # let answered responses land in the cache
         proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.wait(timeout=60)
         answered = [json.dumps(r.body["messages"], sort_keys=True) for r in srv.requests[:srv.hang_after]]
         srv.hang_after = 10 ** 9
         before = srv.count
