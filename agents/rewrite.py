@@ -12,6 +12,7 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from agents.config import Sampling
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 
 _PRONOUN = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|she|his|her)\b", re.IGNORECASE)
@@ -26,7 +27,7 @@ class QueryRewriter(LLMStep):
 
     name = "query_rewriter"
     kind = "generation"
-    prompt_version = "query-rewriter-v1"
+    prompt_version = "query-rewriter-v2"
     output_model = RewriteOut
     sampling = Sampling(temperature=0.0, max_tokens=128)
     expected_output_tokens = 40
@@ -34,7 +35,8 @@ class QueryRewriter(LLMStep):
     def build_messages(self, x: dict) -> list[dict]:
         turns = x["turns"]
         hist = "\n".join(f"{'User' if t['role'] == 'user' else 'Assistant'}: {t['text'][:600]}" for t in turns[:-1])
-        return [{"role": "system", "content": "You rewrite conversational search queries. Reply with JSON only."},
+        return [{"role": "system", "content": "You rewrite conversational search queries. Reply with JSON only. "
+                                                     + DATA_RULE},
                 {"role": "user", "content": (
                     f"Conversation:\n{hist or '(none)'}\n\nLast user question: {turns[-1]['text']}\n\n"
                     "Rewrite the last question so it can be understood without the conversation: resolve pronouns "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE, quote_passage
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, usage_add, visible_history
 from agents.synth.text import sentences
@@ -26,18 +27,18 @@ class Answerer(LLMStep):
 
     name = "answerer"
     kind = "generation"
-    prompt_version = "answerer-v1"
+    prompt_version = "answerer-v2"
     output_model = AnswerOut
     expected_output_tokens = 400
 
     def build_messages(self, x: dict) -> list[dict]:
         msgs = [{"role": "system", "content": "You are a helpful, thorough assistant. Reply with JSON only: "
-                                              '{"answer": "..."}.'}]
+                                              '{"answer": "..."}. ' + DATA_RULE}]
         for role, text in x.get("history") or []:
             msgs.append({"role": role, "content": text})
         floor = f" The answer should be at least {x['min_chars']} characters." if x.get("min_chars") else ""
         msgs.append({"role": "user", "content": (
-            f"Document:\n{x['passage']['text']}\n\nQuestion: {x['question']}\n\n"
+            f"Document:\n{quote_passage(x['passage']['text'])}\n\nQuestion: {x['question']}\n\n"
             "Using the document (and the earlier conversation if relevant), reason step by step and give a "
             "detailed and complete answer. Do not mention the document or any source." + floor)})
         return msgs

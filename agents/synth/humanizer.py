@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history
 from agents.synth.state import ConvState, GraphContext, item_id, ok_turns, usage_add, visible_history
@@ -30,13 +31,14 @@ class Humanizer(LLMStep):
 
     name = "humanizer"
     kind = "generation"
-    prompt_version = "humanizer-v1"
+    prompt_version = "humanizer-v2"
     output_model = HumanizeOut
     expected_output_tokens = 40
 
     def build_messages(self, x: dict) -> list[dict]:
         ctx = fmt_history(x.get("history") or [], cut=300) or "(no earlier turns)"
-        return [{"role": "system", "content": "You rewrite questions the way real users type them. Reply with JSON only."},
+        return [{"role": "system", "content": "You rewrite questions the way real users type them. Reply with JSON only. "
+                                          + DATA_RULE},
                 {"role": "user", "content": (
                     f"Conversation so far:\n{ctx}\n\nLast user question: {x['question']}\n\n"
                     "Rewrite the last question as a real person would type it: short and lazy, maybe "

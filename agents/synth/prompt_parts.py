@@ -6,12 +6,15 @@ import hashlib
 import re
 from typing import Any
 
+from agents.quoting import quote_passages
+
 _CITE = re.compile(r"\[\d+\]")
 
 
 def fmt_passages(passages: list[dict]) -> str:
-    """Numbered passages ``[1] text`` separated by ``---`` (citation marks like ``[3]`` removed)."""
-    return "\n---\n".join(f"[{i}] " + _CITE.sub("", p["text"]) for i, p in enumerate(passages, 1))
+    """Numbered ``<passage id="1">`` blocks (citation marks like ``[3]`` removed, text escaped:
+    :func:`agents.quoting.quote_passages`)."""
+    return quote_passages(passages, titles=False, text_of=lambda p: _CITE.sub("", p["text"]))
 
 
 def fmt_history(history: list[list[str]] | list[tuple[str, str]], cut: int | None = None) -> str:

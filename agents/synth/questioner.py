@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
@@ -32,13 +33,13 @@ class Questioner(LLMStep):
 
     name = "questioner"
     kind = "generation"
-    prompt_version = "questioner-v1"
+    prompt_version = "questioner-v2"
     output_model = QuestionOut
     expected_output_tokens = 80
 
     def build_messages(self, x: dict) -> list[dict]:
         sys_msg = ("You write questions for a conversational search benchmark. You play a curious person "
-                   "talking to an assistant. Reply with JSON only.")
+                   "talking to an assistant. Reply with JSON only. " + DATA_RULE)
         rules = [
             "Write ONE natural question that exactly one of the numbered passages answers directly.",
             "It must sound like a real person, must not mention passages, documents or sources.",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE, quote_passage
 from agents.steps import LLMStep
 from agents.synth.config import SynthConfig
 from agents.synth.state import ConvState, GraphContext, item_id, passage, usage_add
@@ -29,15 +30,15 @@ class UniquenessJudge(LLMStep):
 
     name = "uniqueness"
     kind = "judge"
-    prompt_version = "uniqueness-v1"
+    prompt_version = "uniqueness-v2"
     output_model = AlsoAnswersOut
     expected_output_tokens = 80
 
     def build_messages(self, x: dict) -> list[dict]:
-        return [{"role": "system", "content": "You are a strict relevance assessor. Reply with JSON only."},
+        return [{"role": "system", "content": "You are a strict relevance assessor. Reply with JSON only. " + DATA_RULE},
                 {"role": "user", "content": (
                     f"Question: {x['question']}\n\nReference answer: {x['answer']}\n\n"
-                    f"Passage:\n{x['candidate']['text']}\n\n"
+                    f"Passage:\n{quote_passage(x['candidate']['text'])}\n\n"
                     "Does this passage ALONE contain the information needed to answer the question (the core "
                     'of the reference answer)? Reply as JSON: {"reason": "...", "answers": true|false}.')}]
 

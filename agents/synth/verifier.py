@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE, quote_passage
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, previous_questions, usage_add
 from agents.synth.text import jaccard_words
@@ -29,15 +30,15 @@ class Verifier(LLMStep):
 
     name = "verifier"
     kind = "judge"
-    prompt_version = "verifier-v1"
+    prompt_version = "verifier-v2"
     output_model = VerdictOut
     expected_output_tokens = 120
 
     def build_messages(self, x: dict) -> list[dict]:
         prev = "\n".join(f"- {q}" for q in x.get("previous_questions") or []) or "(none)"
-        return [{"role": "system", "content": "You are a strict data-quality reviewer. Reply with JSON only."},
+        return [{"role": "system", "content": "You are a strict data-quality reviewer. Reply with JSON only. " + DATA_RULE},
                 {"role": "user", "content": (
-                    f"Passage:\n{x['passage']['text']}\n\nQuestion: {x['standalone_question']}\n\n"
+                    f"Passage:\n{quote_passage(x['passage']['text'])}\n\nQuestion: {x['standalone_question']}\n\n"
                     f"Answer: {x['answer']}\n\nEarlier questions:\n{prev}\n\n"
                     "Decide: (1) answerable: can the question be answered from the passage alone? "
                     "(2) faithful: is every claim in the answer supported by the passage? "

@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from agents.quoting import unescape_data
 from agents.synth.answerer import Answerer
 from agents.synth.humanizer import Humanizer
 from agents.synth.questioner import Questioner
@@ -41,6 +42,16 @@ def _sents(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if s]
 
 
+_BLOCK = re.compile(r'<passage(?: id="(\d+)")?[^>]*>\n(.*?)\n</passage>', re.S)
+
+
+def shown_passages(prompt: str) -> list[tuple[int, str]]:
+    """The ``(number, text)`` of each quoted passage block of a prompt (:mod:`agents.quoting`),
+    numbered from 1 in order when a block has no id."""
+    return [(int(pid) if pid else i, unescape_data(text))
+            for i, (pid, text) in enumerate(_BLOCK.findall(prompt), start=1)]
+
+
 def role_of(body: dict[str, Any], prompt_text: str) -> str | None:
     """The synthesis role a request is for (see module docstring), or None."""
     name = schema_name(body, prompt_text)
@@ -63,16 +74,17 @@ class RoleScriptedServer(FakeLLMServer):
         h = int(hashlib.sha256(prompt_text.encode()).hexdigest()[:8], 16)
         role = role_of(body, prompt_text)
         if role == Questioner.name:
-            passages = re.findall(r"^\[(\d+)\] (.*)$", user, flags=re.M)
+            passages = shown_passages(user)       # always one of the shown passages' numbers
+            pick = passages[h % len(passages)] if passages else (1, "this")
+            words = " ".join(w.strip(".,;:()\"'") for w in pick[1].split()[:6])
             if "NONE of the passages" in user:
-                return json.dumps({"doc_index": 0, "question": "Who will chair the committee in 2090?",
-                                   "standalone_question": "Who will chair the committee in 2090?"})
-            idx = (h % len(passages)) + 1 if passages else 1
-            words = passages[idx - 1][1].split()[:6] if passages else ["this"]
-            q = f"What is said about {' '.join(w.strip('.,;:()') for w in words)}?"
-            return json.dumps({"doc_index": idx, "question": q, "standalone_question": q})
+                q = f"What will become of {words} in the year 2090?"
+                return json.dumps({"doc_index": 0, "question": q, "standalone_question": q})
+            q = f"What is said about {words}?"
+            return json.dumps({"doc_index": pick[0], "question": q, "standalone_question": q})
         if role == Answerer.name:
-            doc = user.split("Document:\n", 1)[-1].split("\n\nQuestion:", 1)[0]
+            shown = shown_passages(user)
+            doc = shown[0][1] if shown else user
             return json.dumps({"answer": " ".join(_sents(doc)[:2]) or doc[:200]})
         if role == Verifier.name:
             ok = self.verifier_accepts

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from agents.config import Sampling
 from agents.parsing import TextOutput
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
@@ -41,7 +42,7 @@ def answer_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
     else:
         user = (f"Conversation so far:\n{format_conversation(x)}\n\nAnswer the last question; if you do not know, "
                 f"say so.\nLast question: {x['question']}")
-    return [{"role": "system", "content": "You are a concise, accurate assistant."},
+    return [{"role": "system", "content": "You are a concise, accurate assistant. " + DATA_RULE},
             {"role": "user", "content": user}]
 
 
@@ -66,7 +67,7 @@ def correctness_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
             f"Candidate answer: {x['answer']}\n\nDoes the candidate answer give the core of the reference "
             "answer (a refusal is not correct)? Reply with only a JSON object: "
             "{\"correct\": true | false, \"reason\": \"one sentence\"}.")
-    return [{"role": "system", "content": "You grade answers against a reference answer."},
+    return [{"role": "system", "content": "You grade answers against a reference answer. " + DATA_RULE},
             {"role": "user", "content": user}]
 
 
@@ -79,7 +80,7 @@ def heuristic_correct(x: Mapping[str, Any]) -> Correctness:
 class AnswerQuestion(LLMStep):
     name = "abstention_answer"
     kind = "judge"
-    prompt_version = "abstention-answer-v1"
+    prompt_version = "abstention-answer-v2"
     output_model = TextOutput
     sampling = Sampling(max_tokens=300)
     expected_output_tokens = 120
@@ -94,7 +95,7 @@ class AnswerQuestion(LLMStep):
 class JudgeAnswer(LLMStep):
     name = "abstention_answer_judge"
     kind = "judge"
-    prompt_version = "abstention-correct-v1"
+    prompt_version = "abstention-correct-v2"
     output_model = Correctness
     expected_output_tokens = 40
 

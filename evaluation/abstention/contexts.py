@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
+from agents.quoting import quote_passages
 from common.types import Run
 from retrieval.base import trec_ranking
 from storage.benchmark import Benchmark, BenchTurn
@@ -110,11 +111,7 @@ def format_passages(x: Mapping) -> str:
     ps = x.get("passages", [])
     if not ps:
         return "(no passages)"
-    parts = []
-    for i, p in enumerate(ps, start=1):
-        head = f"[{i}]" + (f" {p['title']}" if p.get("title") else "")
-        parts.append(f"{head}\n{p['text']}")
-    return "\n\n".join(parts)
+    return quote_passages(ps)     # <passage id="1" title=..> blocks, text escaped (agents.quoting)
 
 
 __all__ = ["Context", "RELEVANT", "build_contexts", "format_conversation", "format_passages", "passages",

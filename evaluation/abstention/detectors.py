@@ -25,18 +25,19 @@ from typing import Any, Mapping, Sequence
 from agents.config import Sampling
 from agents.parsing import TextOutput
 from agents.results import StepResult, TokenLogprob
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from evaluation.abstention.contexts import Context, format_conversation, format_passages
 from evaluation.abstention.text import content_tokens, coverage
 
 ANSWERABLE, UNANSWERABLE = "ANSWERABLE", "UNANSWERABLE"
-PROBE_PROMPT_VERSION = "abstention-probe-v1"
+PROBE_PROMPT_VERSION = "abstention-probe-v2"
 TOP1 = "top1"
 _STRIP = " \t\n\r*#_`'\"“”‘’>:-.()[]"
 
 _SYSTEM = ("You answer the user's last question using only the retrieved passages. Start your reply with "
            "exactly one word on the first line: ANSWERABLE if the passages contain the answer, or UNANSWERABLE "
-           "if they do not. Then answer the question (or say that you cannot).")
+           "if they do not. Then answer the question (or say that you cannot). " + DATA_RULE)
 
 
 def probe_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:

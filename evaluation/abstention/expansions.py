@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from evaluation.abstention.contexts import format_conversation
 
@@ -24,7 +25,7 @@ class ExpandQuery(LLMStep):
 
     name = "abstention_expand"
     kind = "generation"
-    prompt_version = "abstention-expand-v1"
+    prompt_version = "abstention-expand-v2"
     output_model = Expansions
     expected_output_tokens = 250
 
@@ -38,7 +39,7 @@ class ExpandQuery(LLMStep):
                 f"last question. The first is a short hypothetical passage (2-3 sentences) that answers it; the "
                 f"others are standalone rewrites of the question in different words. Reply with only a JSON "
                 f"object: {{\"expansions\": [{n} strings]}}.")
-        return [{"role": "system", "content": "You write search queries."}, {"role": "user", "content": user}]
+        return [{"role": "system", "content": "You write search queries. " + DATA_RULE}, {"role": "user", "content": user}]
 
 
 __all__ = ["ExpandQuery", "Expansions"]

@@ -27,6 +27,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
+from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
@@ -39,12 +40,12 @@ SENTENCE_SUPPORT = 0.6
 CORE_PARTIAL = 0.5
 BIGRAM_YES, BIGRAM_PARTIAL, UNIGRAM_PARTIAL = 0.3, 0.1, 0.6
 
-JUDGE_PROMPT_VERSION = "abstention-judge-v1"
+JUDGE_PROMPT_VERSION = "abstention-judge-v2"
 
 _SYSTEM = ("You are a careful judge for a retrieval-augmented assistant. You read a conversation, its last "
            "question, the reference answer and retrieved passages, and decide whether the passages support "
            "the core of the reference answer. Judge only what the passages say; topical similarity is not "
-           "support.")
+           "support. " + DATA_RULE)
 
 
 class ContextJudgment(BaseModel):

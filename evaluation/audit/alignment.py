@@ -22,7 +22,9 @@ SCALE = """Rating scale:
 1 - Not answerable: the passage does not help answer the question."""
 
 EXAMPLE = """Example:
-Passage (title: Singapore): Singapore is an island country in Southeast Asia. Its territory comprises one main island, 63 satellite islands and one outlying islet.
+<passage title="Singapore">
+Singapore is an island country in Southeast Asia. Its territory comprises one main island, 63 satellite islands and one outlying islet.
+</passage>
 Current user question: When did Singapore become independent?
 {"rationale": "The passage only describes Singapore's location and territory; it says nothing about independence, so the question cannot be answered from it.", "rating": 1}"""
 
@@ -31,7 +33,7 @@ class AlignmentJudge(JudgeStep):
     """Query-evidence alignment judge (see module docstring)."""
 
     metric = "alignment"
-    prompt_version = "mtr-eval-alignment-v1"
+    prompt_version = "mtr-eval-alignment-v2"
     output_model = Rating
 
     def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
@@ -41,7 +43,7 @@ class AlignmentJudge(JudgeStep):
             "Use the conversation only to understand what the current question refers to; the answer "
             "itself must come from the passage.\n\n"
             f"{SCALE}\n\n{EXAMPLE}\n\n---\n{self.conversation(x)}\n\n"
-            f"{self.passage(x['passage'], 'Passage')}\n\n{RATING_FORMAT}")
+            f"Passage:\n{self.passage(x['passage'])}\n\n{RATING_FORMAT}")
         return self._messages(user)
 
     def parse(self, text: str | None, inputs: Any) -> Rating:

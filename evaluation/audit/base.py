@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from agents.config import Sampling
 from agents.parsing import OutputInvalid, parse_output
+from agents.quoting import DATA_RULE, quote_passage
 from agents.steps import LLMStep
 from evaluation.audit.text import clean_passage, render_history, truncate
 
@@ -149,7 +150,8 @@ def parse_choice(text: str | None, n_candidates: int) -> Choice:
 # the step base
 # --------------------------------------------------------------------------------------
 SYSTEM = ("You are a meticulous annotator auditing a conversational retrieval benchmark. "
-          "Judge only what you are asked, follow the scale exactly, and answer in the requested format.")
+          "Judge only what you are asked, follow the scale exactly, and answer in the requested format. "
+          + DATA_RULE)
 
 
 class JudgeStep(LLMStep):
@@ -179,15 +181,15 @@ class JudgeStep(LLMStep):
         hist = render_history(x.get("history") or (), self.max_history_turns, self.max_history_chars)
         return f"Conversation so far:\n{hist}\n\nCurrent user question: {' '.join(x['question'].split())}"
 
-    def passage(self, p: dict[str, Any], label: str = "") -> str:
-        title = f" (title: {p['title']})" if p.get("title") else ""
+    def passage(self, p: dict[str, Any], pid: int | None = None) -> str:
+        """One passage as a quoted ``<passage>`` block (:func:`agents.quoting.quote_passage`)."""
         body = truncate(clean_passage(p["text"]), self.max_passage_chars)
-        return f"{label}{title}\n{body}".strip("\n") if label or title else body
+        return quote_passage(body, pid, p.get("title") or None)
 
     def passages(self, ps: list[dict[str, Any]]) -> str:
         if len(ps) == 1:
-            return self.passage(ps[0], "Passage")
-        return "\n\n".join(self.passage(p, f"Passage {i}") for i, p in enumerate(ps, start=1))
+            return self.passage(ps[0])
+        return "\n\n".join(self.passage(p, i) for i, p in enumerate(ps, start=1))
 
     def _messages(self, user: str) -> list[dict[str, str]]:
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]

@@ -19,25 +19,31 @@ from evaluation.audit.base import Choice, JudgeStep, parse_choice
 
 EXAMPLE = """Example:
 Current user question: How tall is the Eiffel Tower?
-[1] (title: Statue of Liberty) The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor.
-[2] (title: Eiffel Tower) The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall.
-[3] (title: Big Ben) Big Ben is the nickname for the Great Bell of the clock at the Palace of Westminster in London.
-{"rationale": "Only passage [2] is about the Eiffel Tower and it states its height.", "choice": 2}"""
+<passage id="1" title="Statue of Liberty">
+The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor.
+</passage>
+<passage id="2" title="Eiffel Tower">
+The Eiffel Tower is a wrought-iron lattice tower in Paris. It is 330 metres tall.
+</passage>
+<passage id="3" title="Big Ben">
+Big Ben is the nickname for the Great Bell of the clock at the Palace of Westminster in London.
+</passage>
+{"rationale": "Only passage 2 is about the Eiffel Tower and it states its height.", "choice": 2}"""
 
 
 class DistinguishabilityJudge(JudgeStep):
     """Distinguishability judge (see module docstring)."""
 
     metric = "distinguishability"
-    prompt_version = "mtr-eval-distinguishability-v1"
+    prompt_version = "mtr-eval-distinguishability-v2"
     output_model = Choice
 
     def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
         cands = x["candidates"]
         n = len(cands)
-        listing = "\n\n".join(self.passage(c, f"[{i}]") for i, c in enumerate(cands, start=1))
+        listing = "\n\n".join(self.passage(c, i) for i, c in enumerate(cands, start=1))
         user = (
-            f"Below are {n} numbered candidate passages. Choose the single passage that is most likely to "
+            f"Below are {n} numbered candidate passages (their id is the number). Choose the single passage that is most likely to "
             "contain the answer to the user's current question in this multi-turn conversation. Use the "
             "conversation to understand what the question refers to. Exactly one passage must be chosen, "
             "even if several seem relevant or none does.\n\n"

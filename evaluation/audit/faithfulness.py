@@ -21,7 +21,9 @@ SCALE = """Rating scale:
 1 - Unfaithful: the response is hallucinated or contradicts the passage(s)."""
 
 EXAMPLE = """Example:
-Passage (title: Singapore): Modern Singapore was founded in 1819 by Sir Stamford Raffles as a trading post of the British Empire.
+<passage title="Singapore">
+Modern Singapore was founded in 1819 by Sir Stamford Raffles as a trading post of the British Empire.
+</passage>
 Current user question: Who founded Singapore?
 Response: Singapore was founded in 1819 by Sir Stamford Raffles, who became its first president and built the Marina Bay Sands.
 {"rationale": "The founding year and founder are supported, but Raffles being its first president and building Marina Bay Sands are invented and false.", "rating": 2}"""
@@ -31,7 +33,7 @@ class FaithfulnessJudge(JudgeStep):
     """Answer-evidence faithfulness judge (see module docstring)."""
 
     metric = "faithfulness"
-    prompt_version = "mtr-eval-faithfulness-v1"
+    prompt_version = "mtr-eval-faithfulness-v2"
     output_model = Rating
 
     def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:

@@ -22,7 +22,9 @@ SCALE = """Rating scale:
 1 - Inadequate: wrong, irrelevant, or does not answer the question."""
 
 EXAMPLE = """Example:
-Passage (title: Singapore): Singapore gained independence from Malaysia on 9 August 1965. Its first prime minister was Lee Kuan Yew.
+<passage title="Singapore">
+Singapore gained independence from Malaysia on 9 August 1965. Its first prime minister was Lee Kuan Yew.
+</passage>
 Current user question: When did Singapore become independent and who led it?
 Response: Singapore became independent in 1965, led by Tunku Abdul Rahman.
 {"rationale": "The year is correct, but the leader is wrong (Lee Kuan Yew, not Tunku Abdul Rahman), so the response only half answers the question.", "rating": 3}"""
@@ -32,7 +34,7 @@ class QualityJudge(JudgeStep):
     """Answer quality judge (see module docstring)."""
 
     metric = "quality"
-    prompt_version = "mtr-eval-quality-v1"
+    prompt_version = "mtr-eval-quality-v2"
     output_model = Rating
 
     def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:

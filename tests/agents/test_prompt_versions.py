@@ -82,36 +82,36 @@ def _eval_steps() -> dict[str, tuple]:
 
 # step -> (prompt_version, sha256 of its rendered templates)
 PINNED = {
-    'questioner': ('questioner-v1',
-                  '8c7ad38c08ea972f964899471abf9524b8de3a69f52a8998966393f8bf057c29'),
-    'answerer': ('answerer-v1',
-                '38ef4ba942f32cd413e3473ce76c6f0f8f0338af911fe2b67a3e5ddf7f033b1a'),
-    'verifier': ('verifier-v1',
-                'fef6ee57357f3c2839f342bfa0ab5111d99386f323bb65fdd4b5b6caf0381fb8'),
-    'uniqueness': ('uniqueness-v1',
-                  '81824a98bb0d56d8709b8ab504275a512678c39783ff047a66f58c32dfa2f733'),
-    'humanizer': ('humanizer-v1',
-                 'db085bf2d76bf36df8a27ce21b5e18bda81d8a97b88a3c664790bd23b4a79dd4'),
-    'query_rewriter': ('query-rewriter-v1',
-                      'da7f6cf58329bca08aa7c87674bd1135e93153e865e534c9e7a7e56f482d0303'),
-    'audit_alignment': ('mtr-eval-alignment-v1',
-                       '0848e2a3bbdb6f9351a7d02d39481325e26a7ce7b210698c2026d1cf9689b6df'),
-    'audit_distinguishability': ('mtr-eval-distinguishability-v1',
-                                'd5d9c01ab0cb461154097aad5a07aa9b2a046dbf2b793242f0e86d684ff1937d'),
-    'audit_faithfulness': ('mtr-eval-faithfulness-v1',
-                          '11d963d18fe37eca56f331c22392177e638266b9694277f462ddfcc62daf8d8c'),
-    'audit_quality': ('mtr-eval-quality-v1',
-                     'e0affb1239d6b551c835142300f5d8c9d0ef66a22f5382ead59e60436538ed56'),
-    'abstention_probe': ('abstention-probe-v1',
-                        '07a01e10b5fcc2e067ea7409380ecb72b878d3ce623d7cce51575e18f615cc2c'),
-    'abstention_expand': ('abstention-expand-v1',
-                         '957decf34c71665737fb5f2d23cb2a927e5cb7206d5fcefbffdecb5f05b7519b'),
-    'abstention_judge': ('abstention-judge-v1',
-                        '9018a16a988b7740a0f7d97324f549d3ba695eeb8f4a836d7618fd1ea9742d0b'),
-    'abstention_answer': ('abstention-answer-v1',
-                         'def8d57e3936af582970efbd20bfb88439a36a9c4115d08a4270099433482d11'),
-    'abstention_correct': ('abstention-correct-v1',
-                          '366a8ebeae1a127a736d971dab9b3f8881d8217de585964752b133057e1a40c0'),
+    'questioner': ('questioner-v2',
+                  'aed74518c1bdee76fe63c66890640bd9fa404b4a79e49d1553a9bac99112745f'),
+    'answerer': ('answerer-v2',
+                '8334e53bee5b9c8e602c7f5da50e65d21c8be93e6d96839c7b8f84bb181fadc1'),
+    'verifier': ('verifier-v2',
+                '3c6a4448f8876fab4fb4f004080554e501f2f4bca347571b6afae5cb3b94b8e4'),
+    'uniqueness': ('uniqueness-v2',
+                  '2eb3b43b9f13d8b61cae7af9c93dcdba8629cc3846270e47f9f0613adaade357'),
+    'humanizer': ('humanizer-v2',
+                 'b55347434f74fafa934762455a042855b42d558f88928486cd656aa7dd26bdd0'),
+    'query_rewriter': ('query-rewriter-v2',
+                      '447ef42fe9241c9bc82f847e13581d6736e404d33e8191c467a9fcf2b6231c83'),
+    'audit_alignment': ('mtr-eval-alignment-v2',
+                       'e1198862348fbd79738fd4a90de1e68e651e0fca3822c16055f1006697c457b9'),
+    'audit_distinguishability': ('mtr-eval-distinguishability-v2',
+                                '69370035d7a3fac32c99f365c0f2859b64f1352317f038440629f5c15fae6a0f'),
+    'audit_faithfulness': ('mtr-eval-faithfulness-v2',
+                          '4e652d4fb87a3af282993bd724c2ad0db22695df3abfc05cf3177b4e2e4fb3bc'),
+    'audit_quality': ('mtr-eval-quality-v2',
+                     '8244b817b568ca2083032123631850aafed3824272d93b83dbf6e16d5d12830d'),
+    'abstention_probe': ('abstention-probe-v2',
+                        '9d3aad0f8e8ebd786d28454ed3f33919343e35fb47f41fb83db8c7a8a28bc396'),
+    'abstention_expand': ('abstention-expand-v2',
+                         'f929adf2a44b4215281ada46ac4f8bf22d19ecc93adb2900e9465adac132ee90'),
+    'abstention_judge': ('abstention-judge-v2',
+                        '3126d6ed40035e0089884126facda2f2a2e04c4cd4b22b6a7eda2641f6fc8895'),
+    'abstention_answer': ('abstention-answer-v2',
+                         '1da74c5912aa8711ae42fba7a03b16968e621235dc212b17e50251d54995fa35'),
+    'abstention_correct': ('abstention-correct-v2',
+                          '9acaccea0b8f2a878afe5f6aa8e1b6b6164a606998bd932d62f2dcb7ec5cb4e4'),
 }
 
 
@@ -153,6 +153,6 @@ def test_an_edited_prompt_without_a_bump_fails_with_the_bump_hint():
     step.build_messages = lambda x: [{**m, "content": m["content"] + " Be brief."} for m in original(x)]
     with pytest.raises(pytest.fail.Exception, match=r"the prompt of verifier changed .*: bump prompt_version"):
         _check("verifier", step, inputs)
-    step.prompt_version = "verifier-v2"
-    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v2': pin it"):
+    step.prompt_version = "verifier-v3"
+    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v3': pin it"):
         _check("verifier", step, inputs)
