@@ -22,8 +22,9 @@ NUMBER_RE = re.compile(r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|
                        r"ninety|no|none|single|both)\b", re.IGNORECASE)
 MONEY_RE = re.compile(r"[$€£₹¥]|\b(dollars?|euros?|pounds?|rupees?|yen|USD|EUR|cents?|million|billion|trillion|"
                       r"free|cost)\b", re.IGNORECASE)
-CAUSE_RE = re.compile(r"\b(because|due to|since|as a result|owing to|so that|in order to|to\b|caused|reason|"
-                      r"result of|led to|thanks to)\b", re.IGNORECASE)
+CAUSE_RE = re.compile(r"\b(because|due to|as a result|owing to|so that|in order to|so as to|caused by|reason|"
+                      r"result of|led to|thanks to|in response to|aimed to|intended to|to prevent|to stop|to protect)\b",
+                      re.IGNORECASE)
 MEANS_RE = re.compile(r"\b(by|using|through|via|with|use|run|click|select|enter|set|create|open|go to|step)\b",
                       re.IGNORECASE)
 

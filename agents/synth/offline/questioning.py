@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from agents.synth.offline.discourse import DiscourseShares, coreferable, focus, render, segment_topics, with_context
 from agents.synth.offline.matching import new_filler, support, windows
-from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
+from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
 
@@ -149,6 +149,11 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
             if not qa.template or qa.qtype not in _SHIFT:
                 continue
             body = re.sub(r"^(When|Where|Who|What|Why|How many \w+|How much|How)\s+", "", qa.template)
+            m = re.match(r"^(?:Who|What) (\w+) \{T\}$", qa.template)
+            if m and qa.topic_role == "obj" and qa.verb and m.group(1) == _verb_past(qa.verb):
+                # "Who built {T}" -> "When/Where/Why was {T} built"
+                be = "were" if qa.topic_kind == "PLUR" else "was"
+                body = f"{be} {{T}} {_verb_past(qa.verb)}"
             if body == qa.template or "{T}" not in body:
                 continue
             if qa.qtype in ("who", "what") and body.startswith(("{T}",)):
