@@ -5,8 +5,8 @@ descendant still alive that was not there at the start is listed, killed, and th
 fails (exit status 1) with one line per process (pid and command line). Before the check,
 helpers that by design live until interpreter exit are ended the way their owners end them:
 Prefect's temporary API servers (``SubprocessASGIServer.stop()``, normally an ``atexit``
-hook) and loky's reusable worker pool. multiprocessing's resource tracker (one per
-interpreter, ends with it) is not counted.
+hook) and loky's reusable worker pool. The resource trackers of multiprocessing and of loky
+(one per interpreter, each ends when the interpreter does) are not counted.
 
 Uses psutil when installed, else ``/proc`` (Linux). ``tests/conftest.py`` imports the hooks;
 ``python -m pytest -p tests.process_guard`` loads it on its own.
@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 
-_EXEMPT = ("multiprocessing.resource_tracker",)
+_EXEMPT = ("multiprocessing.resource_tracker", "loky.backend.resource_tracker")
 _START_KEY = "_mtr_children_at_start"
 
 
