@@ -136,6 +136,9 @@ def register(app: typer.Typer) -> None:
         candidates: Optional[str] = typer.Option(None, "--candidates",
                                                  help="retrieved (default) | benchmark (its own list) | both."),
         reverse: bool = typer.Option(False, "--reverse", help="Second distinguishability pass in reversed order."),
+        positions: Optional[str] = typer.Option(None, "--positions",
+                                                help="Gold positions: counterbalanced (default; every slot equally "
+                                                     "often per benchmark) | shuffled (per item)."),
         seed: Optional[int] = typer.Option(None, "--seed", help="Shuffle / sampling seed (default 13)."),
         sample: Optional[int] = typer.Option(None, "--sample", help="Audit a seeded sample of N turns per benchmark."),
         limit: Optional[int] = typer.Option(None, "--limit", help="Audit at most the first N turns per benchmark."),
@@ -160,8 +163,8 @@ def register(app: typer.Typer) -> None:
 
         specs = benchmark_specs(benchmark, fmt, domain, split)
         cfg = audit_config(config_file, {"metrics": metric or None, "negatives": negatives, "n_negatives": n_negatives,
-                                         "candidates": candidates, "reverse_pass": reverse or None, "seed": seed,
-                                         "sample": sample, "limit": limit})
+                                         "candidates": candidates, "reverse_pass": reverse or None,
+                                         "positions": positions, "seed": seed, "sample": sample, "limit": limit})
         if human is not None and not human.is_file():
             raise UserError(f"human ratings file {human} does not exist")
         llm = None

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from evaluation.audit.agreement import krippendorff_alpha, mean_pairwise_agreement, mean_pairwise_spearman
 from evaluation.audit.base import JudgeSpec
+from evaluation.audit.position import position_bias
 from evaluation.bootstrap import bootstrap_ci
 
 ENSEMBLE = "ensemble"
@@ -158,7 +159,9 @@ def position_rows(scores: Sequence[Mapping[str, Any]], judges: Sequence[JudgeSpe
     """Position bias of the distinguishability test per (benchmark, source, judge): accuracy
     of the forward and reversed passes, consistency (same passage chosen in both passes),
     share of picks at the first / last position and the histograms of chosen and gold
-    positions (forward pass, index 0 = position 1)."""
+    positions (forward pass, index 0 = position 1); accuracy by gold slot and the two
+    chi-square tests of :mod:`evaluation.audit.position` over the valid forward judgments of
+    full-length lists (``n_tested``)."""
     dist = [r for r in scores if r["metric"] == "distinguishability"]
     out = []
     for (bench, source), rows in _groups(dist, "benchmark", "candidate_source").items():
@@ -177,6 +180,8 @@ def position_rows(scores: Sequence[Mapping[str, Any]], judges: Sequence[JudgeSpe
                 gold[r["gold_position"] - 1] += 1
             for r in f_ok:
                 chosen[r["chosen_position"] - 1] += 1
+            pb = position_bias([(r["gold_position"], r["chosen_position"]) for r in f_ok
+                                if len(r["candidates"]) == width], width)
             out.append({
                 "benchmark": bench, "source": source, "judge": j.name, "n_items": len(fwd),
                 "accuracy_forward": statistics.fmean(r["score"] for r in f_ok) if f_ok else None,
@@ -188,6 +193,9 @@ def position_rows(scores: Sequence[Mapping[str, Any]], judges: Sequence[JudgeSpe
                 "last_position_rate": (statistics.fmean(r["chosen_position"] == len(r["candidates"]) for r in f_ok)
                                        if f_ok else None),
                 "chosen_position_hist": chosen, "gold_position_hist": gold,
+                "n_tested": pb.n, "accuracy_by_gold_position": pb.accuracy_by_slot,
+                "position_chi2": pb.chi2, "position_df": pb.df, "position_p": pb.p,
+                "slot_accuracy_chi2": pb.slot_chi2, "slot_accuracy_df": pb.slot_df, "slot_accuracy_p": pb.slot_p,
             })
     return out
 

@@ -13,11 +13,21 @@ Two sources (``AuditConfig.candidates``):
   non-gold entries in the benchmark's order. A turn whose gold passage is not in its list is
   skipped and counted (the reference scored it 0 without showing it).
 
-In both, exactly one gold passage is shown (the highest graded, then the first listed); the
-list is shuffled with ``random.Random(item_seed)`` where ``item_seed`` is derived from the
-global seed, the sample id and the source (:func:`item_seed`), so it is reproducible and
-independent of which other items are audited. The gold position (1-based) is stored; the
-optional second pass shows the same list reversed.
+In both, exactly one gold passage is shown (the highest graded, then the first listed). Where
+it goes (``AuditConfig.positions``):
+
+* ``counterbalanced`` (default): the gold slots of a benchmark's lists are assigned by
+  :func:`counterbalanced_slots` so that every slot holds the gold equally often (+-1) within
+  the benchmark (per list length). Per-item shuffling is unbiased only in expectation: on one
+  MTRAG domain it put the gold first in 41 of 180 lists and sixth in 16 (22.5 expected each),
+  so a judge's position bias moved that benchmark's score. The negatives are still shuffled
+  with ``random.Random(item_seed)``.
+* ``shuffled``: the whole list is shuffled with ``random.Random(item_seed)`` (the earlier
+  design; reproducible and independent of which other items are audited).
+
+``item_seed`` is derived from the global seed, the sample id and the source (:func:`item_seed`).
+The gold position (1-based), the design and its seed are stored; the optional second pass
+shows the same list reversed (slot ``s`` becomes ``k + 1 - s``, so it is counterbalanced too).
 """
 from __future__ import annotations
 
@@ -45,6 +55,8 @@ class CandidateSet:
         item_seed: the seed of this list's shuffle (see :func:`item_seed`).
         query: the retrieval query (empty for the benchmark source).
         reversed: True for the reversed-order second pass.
+        design: ``counterbalanced`` or ``shuffled`` (how the gold position was chosen).
+        design_seed: seed of the counterbalanced slot assignment (None for ``shuffled``).
     """
 
     sample_id: str
@@ -56,6 +68,8 @@ class CandidateSet:
     item_seed: int
     query: str = ""
     reversed: bool = False
+    design: str = "shuffled"
+    design_seed: int | None = None
 
     @property
     def n_negatives(self) -> int:
@@ -86,6 +100,66 @@ def shuffle_candidates(sample_id: str, gold: str, negatives: Sequence[str], seed
     random.Random(s).shuffle(order)
     return CandidateSet(sample_id=sample_id, source=source, gold_doc=gold, order=tuple(order),
                         gold_position=order.index(gold) + 1, seed=seed, item_seed=s, query=query)
+
+
+def design_seed(seed: int, benchmark: str, source: str) -> int:
+    """``int(sha256("<seed>:<benchmark>:<source>:positions")[:12], 16)``: the seed of a
+    benchmark's counterbalanced slot assignment."""
+    return int(hashlib.sha256(f"{seed}:{benchmark}:{source}:positions".encode("utf-8")).hexdigest()[:12], 16)
+
+
+def counterbalanced_slots(items: Mapping[str, int], seed: int) -> dict[str, int]:
+    """Gold slots (1-based) for lists of given lengths, every slot used equally often (+-1).
+
+    Items are grouped by list length ``k``; within a group they are ordered by
+    ``(item_seed(seed, id, "slots"), id)`` (so the assignment does not depend on the
+    benchmark's order) and dealt slots in blocks of ``k``: each block is a permutation of
+    ``1..k`` drawn from ``random.Random(seed)`` (permuted-block randomisation). With ``n``
+    items of length ``k`` every slot gets ``n // k`` or ``n // k + 1`` of them.
+
+    Args:
+        items: ``{item id: list length}`` (lengths >= 1).
+        seed: the design seed (:func:`design_seed`).
+
+    Returns:
+        ``{item id: slot}``.
+
+    Examples:
+        >>> from collections import Counter
+        >>> slots = counterbalanced_slots({f"t{i}": 4 for i in range(10)}, seed=1)
+        >>> sorted(Counter(slots.values()).values())
+        [2, 2, 3, 3]
+    """
+    rng = random.Random(seed)
+    out: dict[str, int] = {}
+    by_len: dict[int, list[str]] = {}
+    for sid, k in items.items():
+        if k < 1:
+            raise ValueError(f"{sid}: a candidate list needs at least one passage")
+        by_len.setdefault(k, []).append(sid)
+    for k in sorted(by_len):
+        ids = sorted(by_len[k], key=lambda s: (item_seed(seed, s, "slots"), s))
+        for start in range(0, len(ids), k):
+            block = list(range(1, k + 1))
+            rng.shuffle(block)
+            for sid, slot in zip(ids[start:start + k], block):
+                out[sid] = slot
+    return out
+
+
+def place_candidates(sample_id: str, gold: str, negatives: Sequence[str], seed: int, source: str, slot: int,
+                     design_seed: int, query: str = "") -> CandidateSet:
+    """Shuffle ``negatives`` with the item's derived seed and put ``gold`` at ``slot`` (1-based)."""
+    if gold in negatives:
+        raise ValueError(f"{sample_id}: the gold passage {gold!r} is among its negatives")
+    if not 1 <= slot <= len(negatives) + 1:
+        raise ValueError(f"{sample_id}: gold slot {slot} outside 1..{len(negatives) + 1}")
+    s = item_seed(seed, sample_id, source)
+    order = list(negatives)
+    random.Random(s).shuffle(order)
+    order.insert(slot - 1, gold)
+    return CandidateSet(sample_id=sample_id, source=source, gold_doc=gold, order=tuple(order), gold_position=slot,
+                        seed=seed, item_seed=s, query=query, design="counterbalanced", design_seed=design_seed)
 
 
 def primary_gold(gold: Mapping[str, int]) -> str:

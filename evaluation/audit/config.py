@@ -33,6 +33,10 @@ class AuditConfig(BaseModel):
         candidates: ``retrieved`` (gold + retrieved hard negatives), ``benchmark`` (gold +
             the benchmark's own candidate list, e.g. ChatRAG ``ctxs``), or ``both``.
         reverse_pass: also judge every candidate list in reversed order (position bias).
+        positions: ``counterbalanced`` (default: within each benchmark every slot holds the
+            gold equally often, +-1; negatives shuffled per item) or ``shuffled`` (each list
+            shuffled on its own; unbiased only in expectation). See
+            :mod:`evaluation.audit.candidates`.
         seed: global seed; each item's shuffle uses a seed derived from it and the item id,
             so a subset or reordering of items shuffles identically.
         sample: audit a seeded random sample of this many eligible turns per benchmark.
@@ -56,6 +60,7 @@ class AuditConfig(BaseModel):
     query_max_chars: int = Field(default=1500, ge=50)
     candidates: CandidateMode = "retrieved"
     reverse_pass: bool = False
+    positions: Literal["counterbalanced", "shuffled"] = "counterbalanced"
     seed: int = 13
     sample: int | None = Field(default=None, ge=1)
     limit: int | None = Field(default=None, ge=1)

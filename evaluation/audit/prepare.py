@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evaluation.audit.candidates import (CandidateSet, NegativeMiner, benchmark_negatives, build_query,
-                                         ordered_gold, primary_gold, shuffle_candidates)
+                                         counterbalanced_slots, design_seed, ordered_gold, place_candidates,
+                                         primary_gold, shuffle_candidates)
 from evaluation.audit.config import AuditConfig
 from evaluation.audit.heuristics import EvidenceIndex
 from storage.benchmark import Benchmark, BenchTurn
@@ -189,6 +190,7 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
                     n = benchmark_negatives(t, config.n_negatives)
                     negs[t.sample_id] = None if n is None else [
                         d for d in n if d in bench.corpus and bench.corpus[d].text.strip()]
+            listed: list[BenchTurn] = []
             for t in eligible:
                 ng = negs.get(t.sample_id)
                 if ng is None:
@@ -197,8 +199,18 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
                 if not ng:
                     skip(t, "no_negatives", only=vs)
                     continue
-                cs = shuffle_candidates(t.sample_id, primary_gold(t.gold), ng, config.seed, source,
-                                        queries[t.sample_id] if source == "retrieved" else "")
+                listed.append(t)
+            dseed = design_seed(config.seed, bench.name, source)
+            slots = counterbalanced_slots({t.sample_id: len(negs[t.sample_id]) + 1 for t in listed}, dseed) \
+                if config.positions == "counterbalanced" else {}
+            for t in listed:
+                ng = negs[t.sample_id]
+                q = queries[t.sample_id] if source == "retrieved" else ""
+                if config.positions == "counterbalanced":
+                    cs = place_candidates(t.sample_id, primary_gold(t.gold), ng, config.seed, source,
+                                          slots[t.sample_id], dseed, q)
+                else:
+                    cs = shuffle_candidates(t.sample_id, primary_gold(t.gold), ng, config.seed, source, q)
                 csets.append(cs)
                 for c in ([cs, cs.reverse()] if config.reverse_pass else [cs]):
                     units.append(Unit(bench.name, t.sample_id, "distinguishability", c.variant, t.sample_id,

@@ -100,6 +100,12 @@ def _wide(summary: Sequence[Mapping[str, Any]], bench: str) -> tuple[list[str], 
     return judges, keys, {(r["metric"], r["variant"], r["judge"]): r for r in rows}
 
 
+def _pval(p: Any) -> str:
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "–"
+    return f"{p:.2g}" if p >= 1e-4 else "<1e-4"
+
+
 def summary_markdown(result: Mapping[str, Any]) -> str:
     """Markdown of an audit (``result`` = :meth:`AuditResult.report_data`)."""
     summary = result["summary"]
@@ -111,6 +117,7 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
                                      for j in result["judges"]),
               f"Seed {result['config']['seed']}; candidates: {result['config']['candidates']} "
               f"({result['config']['n_negatives']} negatives, {result['config']['negatives']}); "
+              f"gold positions: {result['config'].get('positions', 'shuffled')}; "
               f"reversed pass: {'yes' if result['config']['reverse_pass'] else 'no'}.", ""]
     for b in result["benchmarks"]:
         judges, keys, cells = _wide(summary, b["name"])
@@ -132,6 +139,19 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
             lines.append(f"| {a['benchmark']} | {variant_name(a['metric'], a['variant'])} | {a['n_units']} | "
                          f"{_fmt(a['alpha'])} ({a['alpha_level']}) | {_fmt(a['mean_pairwise_spearman'])} | "
                          f"{_fmt(a['mean_pairwise_agreement'])} |")
+        lines.append("")
+    if result.get("position"):
+        lines += ["## Position bias (distinguishability, forward pass)", "",
+                  "Chi-square: chosen positions against the gold positions' distribution (df = slots - 1); "
+                  "by-slot: accuracy independent of the gold slot (2 x slots table).", "",
+                  "| benchmark | source | judge | n | accuracy by gold slot | picks at [1] | picks at last | "
+                  "chi-square (p) | by-slot chi-square (p) |", "|---|---|---|---|---|---|---|---|---|"]
+        for p in result["position"]:
+            lines.append(f"| {p['benchmark']} | {p['source']} | {p['judge']} | {p.get('n_tested')} | "
+                         f"{' '.join(_fmt(a, 2) for a in p.get('accuracy_by_gold_position') or [])} | "
+                         f"{_fmt(p['first_position_rate'])} | {_fmt(p['last_position_rate'])} | "
+                         f"{_fmt(p.get('position_chi2'), 1)} ({_pval(p.get('position_p'))}) | "
+                         f"{_fmt(p.get('slot_accuracy_chi2'), 1)} ({_pval(p.get('slot_accuracy_p'))}) |")
         lines.append("")
     if result.get("human"):
         lines += ["## Agreement with human ratings", "", "| metric | rater | n | Pearson | Spearman |",
@@ -188,8 +208,9 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
                       ", ".join(f"{k}: {v}" for k, v in b["units"].items()),
                       ", ".join(f"{k}: {v}" for k, v in b["skipped_by_reason"].items()) or "none"]
                      for b in result["benchmarks"]]),
-             f"<p class=\"note\">Seed {cfg['seed']} (each list is shuffled with a seed derived from it and the "
-             f"sample id; positions are stored in <code>audit_candidates</code>). Candidates: {cfg['candidates']}; "
+             f"<p class=\"note\">Seed {cfg['seed']}; gold positions {cfg.get('positions', 'shuffled')} (negatives "
+             f"shuffled with a seed derived from it and the sample id; positions and the design are stored in "
+             f"<code>audit_candidates</code>). Candidates: {cfg['candidates']}; "
              f"{cfg['n_negatives']} hard negatives retrieved with {cfg['negatives']} from each benchmark's own corpus, "
              f"gold excluded. Reversed-order pass: {'yes' if cfg['reverse_pass'] else 'no'}. Each turn is judged as "
              "the current turn with its history. Turns whose gold passage is missing from the corpus are skipped "
@@ -217,11 +238,21 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
     if result["position"]:
         parts.append("<h2>Position bias (distinguishability)</h2>")
         parts.append(_table(["benchmark", "source", "judge", "items", "accuracy", "accuracy reversed", "both passes",
-                             "consistency", "picks at [1]", "picks at last", "chosen positions", "gold positions"],
+                             "consistency", "picks at [1]", "picks at last", "chosen positions", "gold positions",
+                             "accuracy by gold slot", "chi-square (df, p)", "by-slot chi-square (df, p)"],
                             [[p["benchmark"], p["source"], p["judge"], p["n_items"], p["accuracy_forward"],
                               p["accuracy_reversed"], p["n_both"], p["consistency"], p["first_position_rate"],
                               p["last_position_rate"], " ".join(map(str, p["chosen_position_hist"])),
-                              " ".join(map(str, p["gold_position_hist"]))] for p in result["position"]]))
+                              " ".join(map(str, p["gold_position_hist"])),
+                              " ".join(_fmt(a, 2) for a in p.get("accuracy_by_gold_position") or []),
+                              f"{_fmt(p.get('position_chi2'), 1)} ({p.get('position_df')}, "
+                              f"{_pval(p.get('position_p'))})",
+                              f"{_fmt(p.get('slot_accuracy_chi2'), 1)} ({p.get('slot_accuracy_df')}, "
+                              f"{_pval(p.get('slot_accuracy_p'))})"] for p in result["position"]]))
+        parts.append("<p><small>Forward pass. Chi-square: chosen positions against the gold positions' "
+                     "distribution (a judge without position preference follows it); by-slot: whether accuracy "
+                     "depends on the gold slot. Gold positions are counterbalanced within each benchmark unless "
+                     "the audit ran with <code>positions: shuffled</code>.</small></p>")
     fails = [r for r in summary if r["judge"] != ENSEMBLE and (r["n_parse_failures"] or r["n_failures"])]
     parts.append("<h2>Parse failures and other failures</h2>")
     parts.append(_table(["benchmark", "metric", "judge", "attempted", "parse failures", "rate", "other failures"],

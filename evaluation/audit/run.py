@@ -215,7 +215,8 @@ def _candidate_rows(p: PreparedBenchmark) -> list[dict[str, Any]]:
              "order": list(c.order), "gold_position": c.gold_position,
              "reversed_gold_position": len(c.order) + 1 - c.gold_position, "n_negatives": c.n_negatives,
              "seed": c.seed, "item_seed": c.item_seed, "query": c.query,
-             "query_source": p.query_source.get(c.sample_id) if c.source == "retrieved" else "benchmark"}
+             "query_source": p.query_source.get(c.sample_id) if c.source == "retrieved" else "benchmark",
+             "position_design": c.design, "design_seed": c.design_seed}
             for c in p.candidate_sets]
 
 

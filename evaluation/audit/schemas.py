@@ -9,8 +9,10 @@
 * ``audit_summary`` — per benchmark x metric variant x judge (and ``ensemble``): mean,
   bootstrap CI, n, parse failures, other failures, self exclusions, skipped items.
 * ``audit_agreement`` — inter-judge agreement per benchmark x metric variant.
-* ``audit_position`` — position bias of the distinguishability test per judge.
-* ``audit_candidates`` — every candidate list shown (order, gold position, seeds, query).
+* ``audit_position`` — position bias of the distinguishability test per judge (accuracy by
+  gold slot, first / last pick rates, chi-square tests).
+* ``audit_candidates`` — every candidate list shown (order, gold position, position design,
+  seeds, query).
 * ``audit_missing_positives`` — passages judges chose over the gold one (for human review).
 * ``audit_skipped`` — turns not judged for a metric, with the reason.
 * ``audit_human`` — correlation of each judge and the ensemble with human ratings.
@@ -53,12 +55,14 @@ AUDIT_POSITION = pa.schema([
     ("benchmark", S), ("source", S), ("judge", S), ("n_items", I), ("accuracy_forward", F),
     ("accuracy_reversed", F), ("n_both", I), ("consistency", F), ("first_position_rate", F),
     ("last_position_rate", F), ("chosen_position_hist", pa.list_(I)), ("gold_position_hist", pa.list_(I)),
+    ("n_tested", I), ("accuracy_by_gold_position", pa.list_(F)), ("position_chi2", F), ("position_df", I),
+    ("position_p", F), ("slot_accuracy_chi2", F), ("slot_accuracy_df", I), ("slot_accuracy_p", F),
 ])
 
 AUDIT_CANDIDATES = pa.schema([
     ("benchmark", S), ("sample_id", S), ("source", S), ("gold_doc", S), ("order", pa.list_(S)),
     ("gold_position", I), ("reversed_gold_position", I), ("n_negatives", I), ("seed", I), ("item_seed", I),
-    ("query", S), ("query_source", S),
+    ("query", S), ("query_source", S), ("position_design", S), ("design_seed", I),
 ])
 
 AUDIT_MISSING_POSITIVES = pa.schema([
