@@ -218,3 +218,42 @@ def register(app: typer.Typer) -> None:
         print_table("Agreement with human ratings", ["metric", "rater", "n", "Pearson", "p", "Spearman", "p"],
                     [[r["metric"], r["rater"], r["n"], r["pearson"], r["pearson_p"], r["spearman"], r["spearman_p"]]
                      for r in rows])
+
+    @app.command("audit-missing")
+    def audit_missing_cmd(
+        run_dir: Path = typer.Argument(..., help="An audit run directory."),
+        checks: list[Path] = typer.Argument(..., help="Filled copies of missing_positives.csv, one per annotator "
+                                                      "(human_verdict: yes / no / 1 / 0, empty = not rated)."),
+        qrels_dir: Optional[Path] = typer.Option(None, "--qrels-dir",
+                                                 help="Where to write the qrels supplement (default "
+                                                      "RUN_DIR/qrels_supplement)."),
+    ) -> None:
+        """Read human checks of the candidate missing positives: precision, annotator agreement
+        (Fleiss' kappa, Krippendorff's alpha), each judge's agreement with the majority; writes
+        the confirmed positives as a qrels supplement (the benchmark's qrels are not touched).
+
+        Example: mtr audit-missing mtr-runs/audit-mtrag checks-ann1.csv checks-ann2.csv
+        """
+        from evaluation.audit.missing_check import check_run
+        from flows.cli_common import console, print_table
+        for c in checks:
+            if not c.is_file():
+                raise UserError(f"human checks file {c} does not exist")
+        res = check_run(run_dir, checks, qrels_dir)
+        s = res.summary
+        print_table("Candidate missing positives checked by people", ["measure", "value"], [
+            ["candidates (checked / with a majority / ties)", f"{s['n_candidates']} ({s['n_checked']} / "
+                                                             f"{s['n_decided']} / {s['n_ties']})"],
+            ["confirmed relevant", s["n_confirmed"]],
+            ["precision (majority relevant)", s["precision"]],
+            [f"precision, ensemble-flagged ({s['n_flagged_decided']})", s["precision_flagged"]],
+            [f"Fleiss kappa ({s['n_annotators']} annotators, {s['n_complete']} complete items)", s["fleiss_kappa"]],
+            ["Krippendorff alpha (nominal, missing allowed)", s["krippendorff_alpha"]]])
+        print_table("Annotators", ["annotator", "rated", "share relevant"],
+                    [[a["annotator"], a["n_rated"], a["share_relevant"]] for a in res.annotators])
+        print_table("Judges against the annotators' majority (among candidates)",
+                    ["judge", "n", "agreement", "picks", "precision of picks"],
+                    [[j["rater"], j["n"], j["agreement"], j["n_picks"], j["precision"]] for j in res.judges])
+        files = s.get("qrels_supplement") or {}
+        console.print("qrels supplement: " + (", ".join(files.values()) if files else "none (nothing confirmed)"),
+                      highlight=False)

@@ -124,3 +124,38 @@ def mean_pairwise_agreement(data: Sequence[Sequence[Any]]) -> float:
     """Mean share of identical values over judge pairs (units both judged); NaN when none."""
     rates = [float(np.mean([a == b for a, b in zip(x, y)])) for x, y in _pairs(data) if len(x)]
     return float(np.mean(rates)) if rates else float("nan")
+
+
+def fleiss_kappa(counts: Sequence[Sequence[int]]) -> float:
+    """Fleiss' kappa of ``counts[i][j]`` = raters who put item ``i`` in category ``j``.
+
+    Every item must have the same number ``n >= 2`` of ratings (use
+    :func:`krippendorff_alpha` when ratings are missing).
+
+        P_i = (sum_j n_ij^2 - n) / (n (n - 1)),  p_j = sum_i n_ij / (N n)
+        kappa = (mean_i P_i - sum_j p_j^2) / (1 - sum_j p_j^2)
+
+    Returns NaN for no items or when every rating is in one category.
+
+    References:
+        Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
+        Psychological Bulletin 76(5), 378-382.
+
+    Examples:
+        >>> round(fleiss_kappa([[3, 0], [2, 1], [0, 3]]), 3)      # (7/9 - 41/81) / (40/81)
+        0.55
+    """
+    arr = np.asarray(counts, dtype=float)
+    if arr.size == 0 or arr.ndim != 2:
+        return float("nan")
+    n_per = arr.sum(axis=1)
+    n = n_per[0]
+    if n < 2 or np.any(n_per != n):
+        raise ValueError("Fleiss' kappa needs the same number (>= 2) of ratings for every item")
+    big_n = arr.shape[0]
+    p_j = arr.sum(axis=0) / (big_n * n)
+    p_i = ((arr ** 2).sum(axis=1) - n) / (n * (n - 1))
+    pe = float((p_j ** 2).sum())
+    if pe >= 1.0:
+        return float("nan")
+    return float((p_i.mean() - pe) / (1.0 - pe))

@@ -16,6 +16,8 @@
 * ``audit_missing_positives`` — passages judges chose over the gold one (for human review).
 * ``audit_skipped`` — turns not judged for a metric, with the reason.
 * ``audit_human`` — correlation of each judge and the ensemble with human ratings.
+* ``audit_human_checks`` — annotators' verdicts on the candidate missing positives
+  (:mod:`evaluation.audit.missing_check`).
 """
 from __future__ import annotations
 
@@ -80,10 +82,16 @@ AUDIT_HUMAN = pa.schema([
     ("metric", S), ("rater", S), ("n", I), ("pearson", F), ("pearson_p", F), ("spearman", F), ("spearman_p", F),
 ])
 
+AUDIT_HUMAN_CHECKS = pa.schema([
+    ("benchmark", S), ("sample_id", S), ("source", S), ("candidate_doc", S), ("gold_doc", S),
+    ("ensemble_flagged", B), ("n_ratings", I), ("n_relevant", I), ("majority", I), ("confirmed", B),
+    ("verdicts", pa.list_(S)),
+])
+
 SCHEMAS = {"audit_scores": AUDIT_SCORES, "audit_items": AUDIT_ITEMS, "audit_summary": AUDIT_SUMMARY,
            "audit_agreement": AUDIT_AGREEMENT, "audit_position": AUDIT_POSITION,
            "audit_candidates": AUDIT_CANDIDATES, "audit_missing_positives": AUDIT_MISSING_POSITIVES,
-           "audit_skipped": AUDIT_SKIPPED, "audit_human": AUDIT_HUMAN}
+           "audit_skipped": AUDIT_SKIPPED, "audit_human": AUDIT_HUMAN, "audit_human_checks": AUDIT_HUMAN_CHECKS}
 
 
 def table(name: str, rows: list[dict]) -> pa.Table:
