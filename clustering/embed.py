@@ -113,21 +113,53 @@ def tokenizer(model: str | None = None):
 
 
 class EmbeddingCache:
-    """Append-only cache of vectors keyed by (model_id, content_hash) in Parquet parts."""
+    """Append-only cache of vectors keyed by (model_id, content_hash) in Parquet parts.
+
+    Safe under concurrency (runs sharing ``<runs_root>/.cache/embeddings``, parallel batches):
+    writes of one model folder are serialised by an exclusive file lock (``<model>/.lock``)
+    and a write keeps only the hashes no part holds yet, so every (model, hash) is stored
+    once; lookups take the first vector found for a hash.
+    """
+
+    LOCK = ".lock"
 
     def __init__(self, directory: str | os.PathLike):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._known: dict[str, tuple[set[str], set[str]]] = {}   # mid -> (parts read, their hashes)
+
+    def _folder(self, mid: str) -> Path:
+        return self.dir / mid.replace("/", "__")
 
     def _parts(self, mid: str) -> list[Path]:
-        safe = mid.replace("/", "__")
-        return sorted(p for p in (self.dir / safe).glob("part-*.parquet")) if (self.dir / safe).exists() else []
+        folder = self._folder(mid)
+        return sorted(p for p in folder.glob("part-*.parquet")) if folder.exists() else []
+
+    def _stored_hashes(self, mid: str) -> set[str]:
+        """Every hash some part of ``mid`` holds (call under the folder lock); parts already
+        read are not read again unless one disappeared (compacted or removed)."""
+        names = {p.name for p in self._parts(mid)}
+        seen, hashes = self._known.get(mid, (set(), set()))
+        if not seen <= names:   # a part went away: start over rather than trust old hashes
+            seen, hashes = set(), set()
+        for name in sorted(names - seen):
+            try:
+                hashes.update(pq.read_table(self._folder(mid) / name, columns=["content_hash"])
+                              .column("content_hash").to_pylist())
+            except FileNotFoundError:   # compacted by a reader-side race; its rows are in the merged part
+                continue
+            seen.add(name)
+        self._known[mid] = (seen, hashes)
+        return hashes
 
     def lookup(self, mid: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         want = set(hashes)
         found: dict[str, np.ndarray] = {}
         for part in self._parts(mid):
-            t = pq.read_table(part)
+            try:
+                t = pq.read_table(part)
+            except FileNotFoundError:   # merged away by a concurrent compact(); the merged part is read too
+                continue
             hs = t.column("content_hash").to_pylist()
             idx = [i for i, h in enumerate(hs) if h in want and h not in found]
             if not idx:
@@ -140,39 +172,65 @@ class EmbeddingCache:
         return found
 
     def add(self, mid: str, hashes: Sequence[str], vectors: np.ndarray) -> Path | None:
-        """Write one immutable part (temp + rename); returns its path."""
+        """Write one immutable part (temp + rename) with the hashes no part holds yet; returns
+        its path, or None when every hash was stored already (by this or another process)."""
         if len(hashes) == 0:
             return None
         import uuid
-        safe = mid.replace("/", "__")
-        folder = self.dir / safe
+
+        from storage.locks import exclusive_file_lock
+        folder = self._folder(mid)
         folder.mkdir(parents=True, exist_ok=True)
-        dim = vectors.shape[1]
-        table = pa.table({"content_hash": pa.array(list(hashes), pa.string()),
-                          "vector": pa.FixedSizeListArray.from_arrays(
-                              pa.array(vectors.astype(np.float32).ravel()), dim)})
-        name = f"part-{uuid.uuid4().hex}.parquet"
-        tmp = folder / f".{name}.tmp"
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, folder / name)
+        with exclusive_file_lock(folder / self.LOCK):
+            stored = self._stored_hashes(mid)
+            keep, fresh = [], set()
+            for i, h in enumerate(hashes):
+                if h not in stored and h not in fresh:
+                    fresh.add(h)
+                    keep.append(i)
+            if not keep:
+                return None
+            if len(keep) < len(hashes):
+                hashes = [hashes[i] for i in keep]
+                vectors = vectors[keep]
+            dim = vectors.shape[1]
+            table = pa.table({"content_hash": pa.array(list(hashes), pa.string()),
+                              "vector": pa.FixedSizeListArray.from_arrays(
+                                  pa.array(vectors.astype(np.float32).ravel()), dim)})
+            name = f"part-{uuid.uuid4().hex}.parquet"
+            tmp = folder / f".{name}.tmp"
+            pq.write_table(table, tmp, compression="zstd")
+            os.replace(tmp, folder / name)
+            seen, known = self._known[mid]
+            seen.add(name)
+            known.update(hashes)
         return folder / name
 
     def compact(self, mid: str, parts: Sequence[Path]) -> None:
-        """Merge ``parts`` (written by one embed call) into one part. The merged part is in
-        place before the originals go, so a kill midway leaves duplicates, never a gap
-        (lookups take the first vector found for a hash; duplicates are equal)."""
-        parts = [p for p in parts if p is not None and Path(p).exists()]
-        if len(parts) < 2:
-            return
-        merged = pa.concat_tables([pq.read_table(p) for p in parts])
-        folder = self.dir / mid.replace("/", "__")
-        import uuid
-        name = f"part-{uuid.uuid4().hex}.parquet"
-        tmp = folder / f".{name}.tmp"
-        pq.write_table(merged, tmp, compression="zstd")
-        os.replace(tmp, folder / name)
-        for p in parts:
-            Path(p).unlink(missing_ok=True)
+        """Merge ``parts`` (written by one embed call) into one part, under the folder lock.
+        The merged part is in place before the originals go, so a kill midway leaves
+        duplicates, never a gap (lookups take the first vector found for a hash; duplicates
+        are equal, and the merged part keeps one row per hash)."""
+        from storage.locks import exclusive_file_lock
+        folder = self._folder(mid)
+        with exclusive_file_lock(folder / self.LOCK):
+            parts = [p for p in parts if p is not None and Path(p).exists()]
+            if len(parts) < 2:
+                return
+            merged = pa.concat_tables([pq.read_table(p) for p in parts])
+            hs = merged.column("content_hash").to_pylist()
+            first: dict[str, int] = {}
+            for i, h in enumerate(hs):
+                first.setdefault(h, i)
+            if len(first) < len(hs):
+                merged = merged.take(pa.array(sorted(first.values())))
+            import uuid
+            name = f"part-{uuid.uuid4().hex}.parquet"
+            tmp = folder / f".{name}.tmp"
+            pq.write_table(merged, tmp, compression="zstd")
+            os.replace(tmp, folder / name)
+            for p in parts:
+                Path(p).unlink(missing_ok=True)
 
 
 def embed_with_cache(texts: Sequence[str], hashes: Sequence[str], cache: EmbeddingCache | None,

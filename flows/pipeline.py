@@ -275,11 +275,13 @@ def preflight(run_dir: str, stages_to_run: list[str], input_path: str | None) ->
 
 def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
     """The spine as a subflow of another flow (results go to the worker's result storage)."""
+    from storage.locks import run_lock
     preflight(run_dir, stages_to_run, input_path)
-    store = RunStore(run_dir).ensure()
-    store.write_manifest(config=cfg.model_dump(mode="json"), **({"input": input_path} if input_path else {}))
-    return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"), stages_to_run=list(stages_to_run),
-                       input_path=input_path, run_name=Path(store.path).name)
+    with run_lock(run_dir):   # one process per run directory (re-entrant: callers may hold it already)
+        store = RunStore(run_dir).ensure()
+        store.write_manifest(config=cfg.model_dump(mode="json"), **({"input": input_path} if input_path else {}))
+        return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"),
+                           stages_to_run=list(stages_to_run), input_path=input_path, run_name=Path(store.path).name)
 
 
 def _spine(cfg: MTRConfig, task_runner=None):
@@ -294,8 +296,15 @@ def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path
     ``task_runner`` overrides ``scale.runner`` with any Prefect task runner (e.g. prefect-ray's
     ``RayTaskRunner``); a non-default one gets the batched embed stage too.
     """
+    from storage.locks import run_lock
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     preflight(run_dir, stages_to_run, input_path)
+    with run_lock(run_dir):   # one process per run directory (re-entrant: the CLI holds it already)
+        return _run_spine_locked(run_dir, cfg, stages_to_run, input_path, task_runner)
+
+
+def _run_spine_locked(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None,
+                      task_runner) -> dict:
     store = RunStore(run_dir).ensure()
     store.write_manifest(config=cfg.model_dump(mode="json"),
                          **({"input": str(Path(input_path).resolve())} if input_path else {}))

@@ -106,7 +106,11 @@ class RunStore:
             raise StoreError(f"invalid table name {name!r}")
 
     def ensure(self) -> "RunStore":
-        self.fs.create_dir(self._root, recursive=True)
+        try:
+            self.fs.create_dir(self._root, recursive=True)
+        except OSError as exc:   # unwritable runs root, a path component that is a file, read-only fs
+            raise StoreError(f"cannot create run directory {self.path}: "
+                             f"{getattr(exc, 'strerror', None) or exc}") from None
         return self
 
     def exists(self) -> bool:
