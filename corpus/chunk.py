@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Callable, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from storage.records import Chunk, Document, Rejected
 
@@ -32,6 +32,17 @@ class ChunkConfig(BaseModel):
     heading_tail_words: int = Field(5, ge=0, description="cut a tail of at most this many words after the last blank line")
     separators: list[str] = Field(default_factory=lambda: list(REFERENCE_SEPARATORS))
     model: str | None = Field(None, description="tokenizer source for token mode (default: the embedding model)")
+
+    @model_validator(mode="after")
+    def _check(self):
+        # token mode's default max_size is the encoder's limit, known only once the model loads
+        mx = self.max_size or (2048 if self.mode == "chars" else None)
+        if mx is not None and self.min_size is not None and self.min_size > mx:
+            raise ValueError(f"chunk.min_size ({self.min_size}) must not exceed chunk.max_size ({mx}): "
+                             "every chunk would be rejected as too short")
+        if mx is not None and self.overlap >= mx:
+            raise ValueError(f"chunk.overlap ({self.overlap}) must be smaller than chunk.max_size ({mx})")
+        return self
 
 
 def _postprocess(text: str, tail_words: int) -> str:
@@ -72,6 +83,9 @@ def chunk_documents(docs: list[Document], cfg: ChunkConfig | None = None,
     cfg = cfg or ChunkConfig()
     splitter, size, length = _splitter(cfg)
     min_size = cfg.min_size if cfg.min_size is not None else size // 2
+    if min_size > size:   # token mode: max_size defaulted to the encoder's limit
+        raise ValueError(f"chunk.min_size ({min_size}) must not exceed chunk.max_size ({size}): "
+                         "every chunk would be rejected as too short")
     chunks: list[Chunk] = []
     rejected: list[Rejected] = []
     for doc in docs:

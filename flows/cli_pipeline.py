@@ -27,14 +27,21 @@ def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
 
 
 def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path: str | None) -> dict:
-    from flows.pipeline import run_spine
+    from flows.pipeline import preflight, run_spine
+    from flows.prefect_env import quiet_expected_failures
+    from storage.locks import claim_run
     from storage.store import StoreError
     from corpus.load import CorpusError
     from clustering.embed import EmbeddingError
+    expected = (UserError, StoreError, CorpusError, EmbeddingError, ValueError)
     try:
-        with progress_bars():
+        preflight(str(run_dir), stages, input_path)   # before the run directory is created or locked
+        # one mtr process per run directory; a directory this call created goes again if nothing was written
+        with claim_run(run_dir), quiet_expected_failures(*expected), progress_bars():
             results = run_spine(str(run_dir), cfg, stages, input_path)
-    except (StoreError, CorpusError, EmbeddingError, ValueError) as exc:
+    except UserError:
+        raise
+    except expected as exc:
         raise UserError(str(exc)) from exc
     print_summary(run_dir, results)
     return results
@@ -136,6 +143,8 @@ def register(app: typer.Typer) -> None:
                             "load.text_field": text_field, "load.id_field": id_field,
                             "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address)})
         if dry_run:
+            from flows.synthesis import llm_config_for
+            llm_config_for(cfg)   # a missing or invalid --llm-config fails before the spine runs
             if corpus is not None:
                 _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
             synthesis_dry_run(out, cfg)
@@ -161,16 +170,22 @@ def register(app: typer.Typer) -> None:
 
 def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path]) -> dict:
     from agents.errors import LLMError
-    from flows.synthesis import run_synthesis
-    from storage.store import RunStore
-    if corpus is not None:
-        _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
-    elif not RunStore(str(out)).has_table("clusters"):
+    from flows.prefect_env import quiet_expected_failures
+    from flows.synthesis import llm_config_for, run_synthesis
+    from storage.locks import claim_run
+    from storage.store import RunStore, StoreError
+    llm_config_for(cfg)   # a missing or invalid --llm-config fails here, before the spine runs
+    if corpus is None and not RunStore(str(out)).has_table("clusters"):
         raise UserError(f"{out} has no clusters yet; pass --corpus PATH to build the spine first")
     try:
-        with progress_bars():
-            res = run_synthesis(str(out.resolve()), cfg)
-    except (LLMError, ValueError) as exc:
+        with claim_run(out):   # the spine and the synthesis under one lock of the run directory
+            if corpus is not None:
+                _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
+            with quiet_expected_failures(UserError, LLMError, ValueError, StoreError), progress_bars():
+                res = run_synthesis(str(out.resolve()), cfg)
+    except UserError:
+        raise
+    except (LLMError, ValueError, StoreError) as exc:
         raise UserError(str(exc)) from exc
     s = res["summary"]
     print_table(f"Synthesis ({s['backend']} backend)", ["statistic", "value"], list(s.items()))

@@ -96,6 +96,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         msg = first["msg"]
         if first["type"] == "extra_forbidden":
             msg = "unknown key (check the spelling; see the README's configuration section)"
+        elif first["type"] == "value_error":   # a model validator's own sentence, without pydantic's prefix
+            msg = msg.removeprefix("Value error, ")
         raise UserError(f"invalid config at {loc or '(top level)'}: {msg}") from exc
 
 

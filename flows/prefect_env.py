@@ -24,6 +24,56 @@ def prefect_run_settings(run_dir: str | Path | None = None) -> Iterator[None]:
         yield
 
 
+class _QuietExpectedFailures:
+    """Console-handler filter: drops Prefect's own logging of a flow or task run that failed
+    with one of ``expected`` (the traceback, and that run's "Finished in state Failed" line).
+    Other handlers (the API handler: the UI keeps the traceback) are untouched."""
+
+    _RUN_LOGGERS = ("prefect.flow_runs", "prefect.task_runs")
+
+    def __init__(self, expected: tuple[type[BaseException], ...]):
+        self.expected = expected
+        self.failed_runs: set[str] = set()
+
+    @staticmethod
+    def _run_id(record) -> str:
+        return str(getattr(record, "task_run_id", None) or getattr(record, "flow_run_id", None) or "")
+
+    def filter(self, record) -> bool:
+        if not record.name.startswith(self._RUN_LOGGERS):
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and isinstance(exc, self.expected):
+            self.failed_runs.add(self._run_id(record))
+            return False
+        if self._run_id(record) in self.failed_runs and str(record.msg).startswith("Finished in state"):
+            return False
+        return True
+
+
+@contextmanager
+def quiet_expected_failures(*expected: type[BaseException]) -> Iterator[None]:
+    """While active, a flow or task run failing with one of ``expected`` (errors the CLI
+    reports as one line, exit 2) prints no Prefect traceback on the console; the records
+    still reach the Prefect API, so the UI shows the failure in full."""
+    import logging
+
+    import prefect  # noqa: F401 - configures Prefect's logging (its console handlers)
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    quiet = _QuietExpectedFailures(tuple(expected))
+    loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
+                                      if isinstance(lg, logging.Logger))]
+    handlers = {id(h): h for lg in loggers for h in lg.handlers if isinstance(h, PrefectConsoleHandler)}
+    for h in handlers.values():
+        h.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for h in handlers.values():
+            h.removeFilter(quiet)
+
+
 def slug(text: str, max_len: int = 60) -> str:
     """An artifact-key fragment: lower case, every non-alphanumeric character a dash, at most
     ``max_len`` characters; ``"run"`` when nothing is left."""
