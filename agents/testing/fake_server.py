@@ -443,16 +443,24 @@ def main(argv: list[str] | None = None) -> None:
 def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "honour",
           logprobs: Mode = "honour", out: Any = None) -> None:
     """Run a server in the foreground until Ctrl-C / SIGTERM."""
+    import signal
     out = out or sys.stdout
+    stop = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM ends the wait like Ctrl-C: the server shuts down at once and the count is printed
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
     srv = FakeLLMServer(host, port, latency=latency, json_schema=json_schema, logprobs=logprobs).start()
     print(f"fake OpenAI-compatible server listening on {srv.base_url} "
           f"(latency {latency * 1000:.0f} ms); Ctrl-C to stop", file=out, flush=True)
     try:
-        while True:
-            time.sleep(3600)
+        while not stop.wait(0.2):   # short waits: the signal handlers run between them
+            pass
     except KeyboardInterrupt:
         pass
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
         srv.stop()
         print(f"served {srv.count} chat completion request(s)", file=out, flush=True)
 
