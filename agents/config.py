@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agents.errors import LLMConfigError
+from agents.secrets import redact, register_config_secrets, scrub
 
 RoleKind = Literal["generation", "judge"]
 Backend = Literal["openai", "offline"]
@@ -42,6 +43,27 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _register_misplaced_secrets(cls, data: Any) -> Any:
+        # a key pasted into the wrong field (or a user:pass@ URL) is masked in every message,
+        # log record and file from now on, including this validation's own error
+        register_config_secrets(data)
+        return data
+
+
+def validation_message(exc: Exception) -> str:
+    """A pydantic validation error as one line of ``field: problem`` items, without the
+    offending values (a misplaced key would be echoed otherwise); other errors scrubbed."""
+    from pydantic import ValidationError
+    if isinstance(exc, ValidationError):
+        items = []
+        for e in exc.errors(include_input=False, include_url=False, include_context=False):
+            loc = ".".join(str(p) for p in e.get("loc", ())) or "config"
+            items.append(f"{loc}: {e.get('msg', 'invalid')}")
+        return scrub(f"{exc.error_count()} error(s): " + "; ".join(items))
+    return scrub(str(exc))
 
 
 def _check_env_name(value: str | None, what: str) -> str | None:
@@ -262,7 +284,7 @@ class LLMConfig(_Strict):
         try:
             return cls.model_validate(data)
         except ValueError as exc:
-            raise LLMConfigError(f"invalid LLM config {p}: {exc}") from None
+            raise LLMConfigError(f"invalid LLM config {p}: {validation_message(exc)}") from None
 
     # -- resolution ---------------------------------------------------------------------
     def endpoint_for(self, name: str | None) -> tuple[str, EndpointConfig]:
@@ -295,5 +317,6 @@ class LLMConfig(_Strict):
         return self.prices.get(model) if model else None
 
     def public_dict(self) -> dict[str, Any]:
-        """A JSON-able dump for manifests (holds env var names only, never values)."""
-        return self.model_dump(mode="json")
+        """A JSON-able dump for manifests: env var names, never values; secret-looking header
+        values masked and URL credentials removed (:func:`agents.secrets.redact`)."""
+        return redact(self.model_dump(mode="json"))

@@ -7,8 +7,11 @@ run's LLM accounting.
     endpoints:
       fake: {base_url: "http://127.0.0.1:8089/v1", model: fake-model}
 
-It answers JSON-schema requests with an object built from the schema, honours logprobs,
-and reports usage; see ``agents/testing/fake_server.py`` for the scripting API used by the tests.
+It answers the synthesis agents' requests the way a cooperative model would (the questioner
+names one of the passages it was shown, the answerer quotes it, the verifier accepts:
+``agents/testing/fake_roles.py``), so ``mtr synthesize --llm-config`` against it completes;
+other JSON-schema requests get an object built from the schema. It honours logprobs and
+reports usage; see ``agents/testing/fake_server.py`` for the scripting API used by the tests.
 """
 from __future__ import annotations
 
@@ -29,13 +32,14 @@ def register(app: typer.Typer) -> None:
         logprobs: str = typer.Option("honour", help="honour | reject (HTTP 400) | ignore logprob requests."),
     ) -> None:
         """Run a fake OpenAI-compatible LLM server until Ctrl-C (no endpoint or key needed)."""
+        from agents.testing.fake_roles import RoleScriptedServer
         from agents.testing.fake_server import serve
         for name, value in (("--json-schema", json_schema), ("--logprobs", logprobs)):
             if value not in ("honour", "reject", "ignore"):
                 raise UserError(f"{name} must be honour, reject or ignore (got {value!r})")
         try:
             serve(host, port, latency=latency_ms / 1000.0, json_schema=json_schema,  # type: ignore[arg-type]
-                  logprobs=logprobs)  # type: ignore[arg-type]
+                  logprobs=logprobs, server_class=RoleScriptedServer)  # type: ignore[arg-type]
         except OSError as exc:
             raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 

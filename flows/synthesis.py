@@ -81,11 +81,12 @@ def export_query_texts(mode: str, messages: dict, rewrites: dict) -> dict[str, s
 
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict) -> dict:
-    from agents.synth.run import assemble, read_states
+    from agents.synth.run import assemble, read_states, synthesis_key
     from storage.exports import export_benchmark
     cfg = MTRConfig.model_validate(config)
-    store, plans, _, _ = _context(run_dir, cfg)
-    summary = assemble(store, plans, read_states(store, plans), cfg.synth)
+    store, plans, corpus, _ = _context(run_dir, cfg)
+    key = synthesis_key(corpus, llm_config_for(cfg), cfg.synth)     # the batches' checkpoints, no older ones
+    summary = assemble(store, plans, read_states(store, plans, key), cfg.synth)
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
                            hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts)
     return {"summary": summary, "export": exp}
@@ -155,6 +156,8 @@ def run_synthesis(run_dir: str, cfg: MTRConfig) -> dict:
     for t in ("clusters", "chunks", "embeddings"):
         if not store.has_table(t):
             raise ValueError(f"run {run_dir} has no {t!r} table; run the spine first (`mtr build CORPUS --run ...`)")
-    store.write_manifest(config=cfg.model_dump(mode="json"))
+    from agents.secrets import redact
+    llm_config_for(cfg)     # a broken LLM config fails here, before any flow run, log or event exists
+    store.write_manifest(config=redact(cfg.model_dump(mode="json")))
     with prefect_run_settings(store.path):
         return synthesize_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), run_name=Path(store.path).name)

@@ -145,6 +145,9 @@ TURNS = pa.schema([
     ("completion_tokens", pa.int64()),
     ("verifier_attempts", pa.int32()),
     ("failure_reason", pa.string()),
+    ("uniqueness_judged", pa.int32()),      # other passages judged by the uniqueness check (null: not reached)
+    ("uniqueness_failed", pa.int32()),      # of those, judgements that failed (each also a failures row)
+    ("flags", pa.string()),                 # uniqueness_incomplete: kept although some judgements failed
 ])
 
 QRELS = pa.schema([

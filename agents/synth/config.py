@@ -19,6 +19,10 @@ class SynthConfig(BaseModel):
     uniqueness_retriever: Literal["bm25", "dense", "hybrid"] = "hybrid"
     uniqueness_policy: Literal["add_positives", "regenerate"] = "add_positives"
     max_extra_positives: int = Field(2, ge=0, description="M: more passages answering than this => regenerate")
+    uniqueness_partial_failure: Literal["flag", "retry", "fail"] = Field(
+        "flag", description="some (not all) uniqueness judgements of a turn failed, so its qrels may miss positives: "
+                            "flag = keep the turn, flagged (turns.flags, counts, a failures row per failed judgement); "
+                            "retry = send the turn back to the questioner (a new attempt); fail = record the turn failed")
     humanize_first_turn: bool = False
     offline_pronoun_share: float = Field(0.3, ge=0, le=1, description="offline backend: share of follow-ups on the "
                                          "segment's focus asked with a pronoun or possessive")

@@ -2,15 +2,23 @@
 
 The Prefect flow (``flows/synthesis.py``) only orchestrates these. Resume: graph state is
 checkpointed per node in ``<run>/cache/synth_checkpoints.sqlite`` (LangGraph
-AsyncSqliteSaver, thread = conv_id) and every LLM call is content-addressed in the LLM cache,
-so re-running a killed run continues each conversation at the node it was on and repeats no
-LLM call; finished conversations are read back from their final checkpoints.
+AsyncSqliteSaver) and every LLM call is content-addressed in the LLM cache, so re-running a
+killed run continues each conversation at the node it was on and repeats no LLM call;
+finished conversations are read back from their final checkpoints.
+
+A checkpoint thread is keyed on everything that shapes its conversation
+(:func:`thread_id`): the conversation's plan, the synthesis settings, the prompt versions,
+each agent's resolved backend / model / sampling and a hash of the corpus. A rerun with the
+same settings resumes; a rerun with other settings (``--turns 8`` after 6, another model, an
+edited prompt, a changed corpus) starts fresh threads and never mixes old turns into the
+new plan's conversations.
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -125,6 +133,39 @@ def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_d
     return search
 
 
+# settings that do not shape a conversation: scheduling, the split, the dataset card, and the
+# number of conversations (each conversation's own plan is part of its key)
+_NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_share", "minutes_per_turn_human",
+                          "human_hourly_usd"})
+
+
+def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
+    """A hash of what shapes every conversation besides its plan: the synthesis settings, each
+    agent's prompt version and resolved backend / model / sampling, and the corpus texts
+    (the uniqueness check searches the whole corpus)."""
+    from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
+    agents: dict[str, Any] = {}
+    for step in (m.STEP for m in (questioner, answerer, verifier, uniqueness, humanizer)):
+        try:
+            resolved = llm_cfg.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling)
+            agents[step.name] = [step.prompt_version, resolved.model_dump(mode="json")]
+        except Exception as exc:  # noqa: BLE001 - an unresolvable role fails later, with its own message
+            agents[step.name] = [step.prompt_version, f"unresolved: {type(exc).__name__}"]
+    h = hashlib.sha256()
+    for cid in sorted(corpus):
+        h.update(f"{cid}\x00{corpus[cid].get('text', '')}\x00".encode())
+    shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
+    blob = json.dumps({"synth": shaping, "agents": agents, "corpus": h.hexdigest()}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def thread_id(plan: ConvPlan, key: str) -> str:
+    """The checkpoint thread of a conversation: its id, a hash of its plan and the run's
+    :func:`synthesis_key` (see module docstring)."""
+    ph = hashlib.sha256(json.dumps(asdict(plan), sort_keys=True, default=list).encode()).hexdigest()[:12]
+    return f"{plan.conv_id}@{ph}-{key}"
+
+
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -132,6 +173,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
+    key = synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
     async with AsyncSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg), checkpointer=saver)
@@ -140,7 +182,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
 
         async def one(plan: ConvPlan) -> None:
             nonlocal stopped
-            conf = {"configurable": {"thread_id": plan.conv_id}, "recursion_limit": 100000}
+            conf = {"configurable": {"thread_id": thread_id(plan, key)}, "recursion_limit": 100000}
             async with sem:
                 if stop.is_set():
                     return
@@ -162,7 +204,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
         await asyncio.gather(*(one(p) for p in plans))
         states = {}
         for p in plans:
-            snap = await graph.aget_state({"configurable": {"thread_id": p.conv_id}})
+            snap = await graph.aget_state({"configurable": {"thread_id": thread_id(p, key)}})
             if snap.values:
                 states[p.conv_id] = snap.values
         totals = llm.totals_by_role()
@@ -176,8 +218,9 @@ def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, d
     return asyncio.run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress))
 
 
-def read_states(store: RunStore, plans: list[ConvPlan]) -> dict[str, dict]:
-    """Final (or latest) checkpointed state of each planned conversation."""
+def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:
+    """Final (or latest) checkpointed state of each planned conversation under the run's
+    :func:`synthesis_key` ``key`` (checkpoints of other settings are not read)."""
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
 
@@ -187,7 +230,7 @@ def read_states(store: RunStore, plans: list[ConvPlan]) -> dict[str, dict]:
             graph = build_graph(GraphContext(corpus={}, llm=None, search=lambda q, k: [], cfg=SynthConfig()),
                                 checkpointer=saver)
             for p in plans:
-                snap = await graph.aget_state({"configurable": {"thread_id": p.conv_id}})
+                snap = await graph.aget_state({"configurable": {"thread_id": thread_id(p, key)}})
                 if snap.values:
                     out[p.conv_id] = snap.values
         return out
@@ -234,6 +277,7 @@ def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cf
             "qrels": len(qrel_rows), "extra_positives": sum(r["provenance"] == "uniqueness" for r in qrel_rows),
             "switches": sum(r["switch_turn"] is not None for r in conv_rows),
             "unanswerable": sum(t["answerability"] == "UNANSWERABLE" for t in ok),
+            "turns_flagged": sum(bool(t.get("flags")) for t in ok),
             "backend": ",".join(sorted({r["backend"] for r in conv_rows if r["backend"]})) or "none"}
 
 

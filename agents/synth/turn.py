@@ -49,7 +49,12 @@ async def commit(state: ConvState) -> dict:
                          "message": reason, "raw_output": (err or {}).get("raw_output")})
     else:
         gold = [] if cand["unanswerable"] else [cand["gold"]]
-        rec = {**base, "status": "ok", "question": cand.get("humanized", cand["question"]),
+        lost = cand.get("uniqueness_lost") or []
+        for f in lost:              # kept under uniqueness_partial_failure = flag: each lost judgement is a row
+            failures.append({"sample_id": base["sample_id"], "conv_id": state["conv_id"], "turn": turn, **f})
+        rec = {**base, "status": "ok", "uniqueness_judged": cand.get("uniqueness_judged"),
+               "uniqueness_failed": cand.get("uniqueness_failed"),
+               "flags": "uniqueness_incomplete" if lost else None, "question": cand.get("humanized", cand["question"]),
                "question_original": cand["question"], "standalone_question": cand["standalone_question"],
                "answer": state["answer"], "gold_doc_ids": gold, "extra_positives": state.get("extra", []),
                "answerability": "UNANSWERABLE" if cand["unanswerable"] else "ANSWERABLE",

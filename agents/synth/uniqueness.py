@@ -5,10 +5,14 @@ each hit other than the gold passage is judged. Inputs: ``question`` (standalone
 ``answer`` (reference answer; empty for an unanswerable turn), ``candidate`` {doc_id, text}.
 Output: :class:`AlsoAnswersOut`.
 
-Graph-side policy (:func:`decide`): all judgements failed -> the turn fails; an unanswerable
-question that some passage answers is regenerated; with ``uniqueness_policy = regenerate``
-any other answering passage, and in any case more than ``max_extra_positives`` of them,
-send the question back to the questioner; otherwise they become extra positives.
+Graph-side policy (:func:`decide`): all judgements failed -> the turn fails; some failed ->
+``uniqueness_partial_failure`` decides (``flag``: the turn goes on, recorded with
+``uniqueness_judged`` / ``uniqueness_failed`` counts, the ``uniqueness_incomplete`` flag and a
+``failures`` row per failed judgement; ``retry``: back to the questioner; ``fail``: the turn
+fails); an unanswerable question that some passage answers is regenerated; with
+``uniqueness_policy = regenerate`` any other answering passage, and in any case more than
+``max_extra_positives`` of them, send the question back to the questioner; otherwise they
+become extra positives.
 """
 from __future__ import annotations
 
@@ -58,6 +62,12 @@ def decide(cfg: SynthConfig, unanswerable: bool, answering: list[dict], failed: 
     if failed == judged:
         return {"turn_error": {"step": "uniqueness", "kind": "all_failed",
                                "message": f"all {failed} uniqueness judgements failed", "raw_output": None}}
+    if failed and cfg.uniqueness_partial_failure == "fail":
+        return {"turn_error": {"step": "uniqueness", "kind": "partial_failure",
+                               "message": f"{failed} of {judged} uniqueness judgements failed "
+                                          "(uniqueness_partial_failure = fail)", "raw_output": None}}
+    if failed and cfg.uniqueness_partial_failure == "retry":
+        return {"cand": None, "feedback": f"uniqueness: {failed} of {judged} judgements failed; try another question"}
     if unanswerable:
         if answering:
             return {"cand": None, "feedback": f"uniqueness: {len(answering)} passages answer this question, "
@@ -77,19 +87,25 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
     gold = cand["gold"]
     hits = [c for c in ctx.search(cand["standalone_question"], ctx.cfg.uniqueness_k) if c != gold]
     if not hits:
-        return {"extra": []}
+        return {"extra": [], "cand": {**cand, "uniqueness_judged": 0, "uniqueness_failed": 0}}
     xs = [{"question": cand["standalone_question"], "answer": "" if cand["unanswerable"] else state["answer"],
            "candidate": passage(ctx, c)} for c in hits]
     batch = await ctx.llm.map(STEP, xs, item_ids=[f"{item_id(state, 'u')}:{c}" for c in hits])
     usage = dict(state.get("turn_usage") or {})
     yes: list[dict] = []
-    failed = 0
+    lost: list[dict] = []           # one record per failed judgement (a failures row if the turn is kept)
     for c, res in zip(hits, batch.items):
         usage = usage_add({**state, "turn_usage": usage}, res)
         if not res.ok:
-            failed += 1
+            lost.append({"step": STEP.name, "kind": f"judgement_{res.failure.kind}",
+                         "message": f"uniqueness judgement of {c} failed: {res.failure.message}",
+                         "raw_output": res.raw_output})
             continue
         out: AlsoAnswersOut = res.output
         if out.answers:
             yes.append({"doc_id": c, "reason": out.reason})
-    return {"turn_usage": usage, **decide(ctx.cfg, cand["unanswerable"], yes, failed, len(hits))}
+    upd = decide(ctx.cfg, cand["unanswerable"], yes, len(lost), len(hits))
+    if "extra" in upd:              # the turn goes on: what it was checked against is recorded
+        upd["cand"] = {**cand, "uniqueness_judged": len(hits), "uniqueness_failed": len(lost),
+                       "uniqueness_lost": lost}
+    return {"turn_usage": usage, **upd}

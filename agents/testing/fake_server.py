@@ -441,16 +441,18 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "honour",
-          logprobs: Mode = "honour", out: Any = None) -> None:
-    """Run a server in the foreground until Ctrl-C / SIGTERM."""
+          logprobs: Mode = "honour", out: Any = None, server_class: type | None = None) -> None:
+    """Run a server in the foreground until Ctrl-C / SIGTERM (``server_class``: a subclass
+    such as :class:`agents.testing.fake_roles.RoleScriptedServer`; default the plain one)."""
     import signal
     out = out or sys.stdout
+    cls = server_class or FakeLLMServer
     stop = threading.Event()
     previous = None
     if threading.current_thread() is threading.main_thread():
         # SIGTERM ends the wait like Ctrl-C: the server shuts down at once and the count is printed
         previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
-    srv = FakeLLMServer(host, port, latency=latency, json_schema=json_schema, logprobs=logprobs).start()
+    srv = cls(host, port, latency=latency, json_schema=json_schema, logprobs=logprobs).start()
     print(f"fake OpenAI-compatible server listening on {srv.base_url} "
           f"(latency {latency * 1000:.0f} ms); Ctrl-C to stop", file=out, flush=True)
     try:

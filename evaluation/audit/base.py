@@ -13,6 +13,7 @@ records as an explicit ``invalid_output`` failure (counted per judge, never drop
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -54,15 +55,34 @@ class JudgeSpec:
         return self.kind == "heuristic"
 
     def is_self(self, generator: str | None) -> bool:
-        """True when ``generator`` (the model that wrote an item) is this judge's own model."""
+        """True when ``generator`` (the model(s) that wrote an item, see :func:`generator_models`)
+        names this judge's own model."""
         if not generator or self.kind != "llm":
             return False
-        g = normalize_model(generator)
-        return any(normalize_model(m) == g for m in (self.model, *self.aliases) if m)
+        own = {normalize_model(m) for m in (self.model, *self.aliases) if m}
+        return any(normalize_model(g) in own for g in generator_models(generator))
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "kind": self.kind, "endpoint": self.endpoint, "model": self.model,
                 "aliases": list(self.aliases), "family": self.family}
+
+
+def generator_models(generator: str | None) -> list[str]:
+    """The model ids of a turn's ``generator``: a plain model id, or what our own synthesis
+    stores (a JSON object ``{"questioner": model, "answerer": model, ...}``, one model per
+    step; any of them counts: a judge does not rate a turn its own model wrote or accepted),
+    or a JSON list."""
+    if not generator:
+        return []
+    s = generator.strip()
+    if s[:1] in "{[":
+        try:
+            parsed = json.loads(s)
+        except ValueError:
+            return [s]
+        values = parsed.values() if isinstance(parsed, dict) else parsed if isinstance(parsed, list) else [parsed]
+        return [str(v) for v in values if v]
+    return [s]
 
 
 def normalize_model(model_id: str) -> str:

@@ -39,7 +39,7 @@ def test_always_first_judge_shows_position_bias_and_reversed_pass(fake_llm, tmp_
     # prompts: temperature 0, the gold text among 5 numbered candidates, the current question
     body = fake_llm.requests[0].body
     assert body["temperature"] == 0 and body["max_tokens"] == 1024
-    assert "[5]" in fake_llm.requests[0].text and "Current user question: Question" in fake_llm.requests[0].text
+    assert '<passage id="5"' in fake_llm.requests[0].text and "Current user question: Question" in fake_llm.requests[0].text
     # non-gold picks are exported for review
     assert len(res.missing_positives) == sum(r["score"] == 0 for r in rows) - _same_doc_picks(fwd, rev)
 

@@ -1,0 +1,188 @@
+"""The LLM path of ``mtr synthesize`` / ``mtr audit`` as a user runs it (integrity #12: items
+3, 5, 8, 10, 11, 15): a fake OpenAI-compatible endpoint on 127.0.0.1, the real CLI entry
+point, the session's temporary Prefect API. Each test asserts the exact outcome and that
+counts in = counts out (planned turns = ok + failed turns)."""
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import quote
+
+import pyarrow.parquet as pq
+import pytest
+
+from agents.testing.fake_roles import RoleScriptedServer
+from agents.testing.fake_server import Reply
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+@pytest.fixture(scope="module")
+def spine(tmp_path_factory, shared_emb_cache):
+    """documents/chunks/embeddings/clusters of examples/wiki (built once for the module)."""
+    from clustering import stages as cst
+    from corpus import stages as st
+    from flows.config import load_config
+    from storage.store import RunStore
+    root = tmp_path_factory.mktemp("llm-spine")
+    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(root), "embed.cache_dir": str(shared_emb_cache)})
+    store = RunStore(str(root / "base")).ensure()
+    st.curate(store, str(EXAMPLES / "wiki"), cfg)
+    st.chunk(store, cfg)
+    cst.embed(store, cfg)
+    cst.cluster(store, cfg)
+    return Path(store.path)
+
+
+@pytest.fixture
+def run_dir(spine, tmp_path):
+    dst = tmp_path / "bench"
+    shutil.copytree(spine, dst, ignore=shutil.ignore_patterns("cache"))
+    return dst
+
+
+@pytest.fixture
+def server():
+    srv = RoleScriptedServer().start()
+    yield srv
+    srv.stop()
+
+
+def _config(tmp_path, shared_emb_cache, **synth) -> Path:
+    """An mtr config: the shared embedding cache, BM25 uniqueness search, the given [synth] keys."""
+    synth = {"uniqueness_retriever": "bm25", "switch_ratio": 0.5, "uniqueness_k": 4, **synth}
+    lines = ["[embed]", f'cache_dir = "{shared_emb_cache}"', "[synth]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in synth.items()]
+    p = tmp_path / f"mtr-{len(list(tmp_path.glob('mtr-*.toml')))}.toml"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _llm(tmp_path, base_url: str, **endpoint) -> Path:
+    ep = {"base_url": base_url, "model": "fake-model", "timeout_s": 30, **endpoint}
+    cfg = {"endpoints": {"fake": ep}, "retry": {"backoff_base_s": 0.002, "backoff_max_s": 0.02}}
+    p = tmp_path / "llm.yaml"
+    p.write_text(json.dumps(cfg))           # JSON is YAML
+    return p
+
+
+def _tables(run: Path) -> dict[str, list[dict]]:
+    return {t: pq.read_table(run / f"{t}.parquet").to_pylist() for t in ("conversations", "turns", "failures")}
+
+
+def _counts_balance(tabs) -> None:
+    for c in tabs["conversations"]:
+        mine = [t for t in tabs["turns"] if t["conv_id"] == c["conv_id"]]
+        assert len(mine) == c["n_turns"] == c["n_ok"] + c["n_failed"]
+        assert [t["turn"] for t in mine] == list(range(1, c["n_turns"] + 1))
+
+
+def _synthesize(mtr, run, cfg, llm, turns, conversations=2):
+    return mtr("synthesize", "--out", run, "-c", cfg, "--llm-config", llm, "--turns", turns,
+               "--conversations", conversations)
+
+
+# -- item 15: `mtr fake-llm` with no script runs a whole synthesis -----------------------------
+def test_fake_llm_command_serves_a_working_synthesis(mtr, run_dir, tmp_path, shared_emb_cache, prefect_harness):
+    p = subprocess.Popen([sys.executable, "-m", "flows.cli", "fake-llm", "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        line = p.stdout.readline()
+        url = line.split("listening on ", 1)[1].split()[0]
+        r = _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), _llm(tmp_path, url), 3)
+    finally:
+        p.terminate()
+        p.wait()
+    assert r.exit_code == 0, r.output
+    tabs = _tables(run_dir)
+    assert len(tabs["conversations"]) == 2 and tabs["failures"] == []
+    assert [t["status"] for t in tabs["turns"]] == ["ok"] * 6
+    assert {json.loads(t["model"])["questioner"] for t in tabs["turns"]} == {"fake-model"}
+    _counts_balance(tabs)
+
+
+# -- item 5: a rerun with other settings never mixes old and new conversations -----------------
+def test_rerun_with_more_turns_starts_fresh_and_same_settings_resume(mtr, run_dir, tmp_path, shared_emb_cache,
+                                                                     server, prefect_harness):
+    cfg, llm = _config(tmp_path, shared_emb_cache), _llm(tmp_path, server.base_url)
+    assert _synthesize(mtr, run_dir, cfg, llm, 2).exit_code == 0
+    first = server.count
+    r = _synthesize(mtr, run_dir, cfg, llm, 3)
+    assert r.exit_code == 0, r.output
+    assert server.count > first                               # the new plan was synthesized, not read back
+    tabs = _tables(run_dir)
+    assert [c["n_turns"] for c in tabs["conversations"]] == [3, 3]
+    for c in tabs["conversations"]:                           # switch turns of the new plan, on its turns
+        switch = [t["turn"] for t in tabs["turns"] if t["conv_id"] == c["conv_id"] and t["is_switch"]]
+        assert switch == ([c["switch_turn"]] if c["switch_turn"] is not None else [])
+    _counts_balance(tabs)
+    again = server.count
+    assert _synthesize(mtr, run_dir, cfg, llm, 3).exit_code == 0
+    assert server.count == again                              # same settings: resumed, zero repeated calls
+    assert _tables(run_dir)["turns"] == tabs["turns"]
+
+
+# -- item 8: partly failed uniqueness judgements are recorded; the policy decides -------------
+@pytest.mark.parametrize("policy", ["flag", "fail"])
+def test_partly_failed_uniqueness_judgements_are_recorded(mtr, run_dir, tmp_path, shared_emb_cache, server,
+                                                          prefect_harness, policy):
+    server.on("strict relevance assessor", Reply.status(400, "shard unavailable"),
+              Reply.status(400, "shard unavailable"))
+    cfg = _config(tmp_path, shared_emb_cache, uniqueness_partial_failure=policy)
+    r = _synthesize(mtr, run_dir, cfg, _llm(tmp_path, server.base_url), 1, conversations=1)
+    assert r.exit_code == 0, r.output
+    tabs = _tables(run_dir)
+    (turn,) = tabs["turns"]
+    lost = [f for f in tabs["failures"] if f["step"] == "uniqueness"]
+    if policy == "flag":
+        assert turn["status"] == "ok" and turn["flags"] == "uniqueness_incomplete"
+        assert turn["uniqueness_failed"] == 2 and turn["uniqueness_judged"] >= 3
+        assert [f["kind"] for f in lost] == ["judgement_api_error"] * 2
+        assert all("shard unavailable" in f["message"] for f in lost)
+    else:
+        assert turn["status"] == "failed" and "2 of" in turn["failure_reason"]
+        assert [f["kind"] for f in lost] == ["partial_failure"]
+    _counts_balance(tabs)
+
+
+# -- item 11: a repeated unanswerable question is rejected by the verifier's novelty check ----
+def test_repeated_unanswerable_question_is_rejected(mtr, run_dir, tmp_path, shared_emb_cache, server,
+                                                    prefect_harness):
+    same = {"doc_index": 0, "question": "Who will chair the committee in 2090?",
+            "standalone_question": "Who will chair the committee in 2090?"}
+    server.on("NONE of the passages", *[Reply.json(same)] * 10)
+    cfg = _config(tmp_path, shared_emb_cache, unanswerable_ratio=1.0, switch_ratio=0.0, max_attempts=2)
+    r = _synthesize(mtr, run_dir, cfg, _llm(tmp_path, server.base_url), 3, conversations=1)
+    assert r.exit_code == 0, r.output
+    tabs = _tables(run_dir)
+    assert [(t["status"], t["answerability"]) for t in tabs["turns"]] == [
+        ("ok", "ANSWERABLE"), ("ok", "UNANSWERABLE"), ("failed", None)]
+    (f,) = tabs["failures"]
+    assert (f["turn"], f["step"], f["kind"]) == (3, "verifier", "rejected")
+    assert "repeats an earlier one (same text)" in f["message"]
+    _counts_balance(tabs)
+
+
+# -- item 10: self-preference exclusion fires on our own benchmarks ---------------------------
+def test_audit_excludes_the_judge_whose_model_generated_the_benchmark(mtr, run_dir, tmp_path, shared_emb_cache,
+                                                                      server, prefect_harness):
+    llm = _llm(tmp_path, server.base_url)
+    assert _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), llm, 2).exit_code == 0
+    before = server.count
+    out = tmp_path / "audit"
+    r = mtr("audit", "-b", run_dir, "-f", "ours", "--llm-config", llm, "--judge", "fake", "--judge",
+            "fake:other-model", "--metric", "alignment", "--negatives", "bm25", "--out", out)
+    assert r.exit_code == 0, r.output
+    rows = pq.read_table(out / "audit_scores.parquet").to_pylist()
+    own = [x for x in rows if x["judge"] == "fake"]
+    other = [x for x in rows if x["judge"] == "fake:other-model"]
+    assert own and {x["status"] for x in own} == {"excluded_self"}
+    assert other and "excluded_self" not in {x["status"] for x in other} and len(other) == len(own)
+    sent = [q for q in server.requests[before:] if q.body.get("model") == "fake-model"]
+    assert sent == []                                        # the generator's model judged nothing
