@@ -7,6 +7,10 @@ Everything is derived from the run's tables joined on ids (``sample_id``, ``conv
 from __future__ import annotations
 
 import json
+import os
+import re
+import shutil
+import uuid
 from collections import Counter
 from pathlib import Path
 from statistics import mean, median
@@ -16,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from storage.formats import atomic_text_writer, write_trec_qrels
-from storage.store import RunStore
+from storage.store import RunStore, StoreError
 
 EXPORT_MODES = ("last_turn", "all_user_turns", "full_history", "rewrite")
 
@@ -44,15 +48,68 @@ def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn:
         hourly_usd: human hourly rate, for the card's cost estimate.
         query_texts: builds the ``queries.jsonl`` texts of each BEIR folder (one per
             :data:`EXPORT_MODES` mode); the caller hands in its retrieval layer's builder.
+
+    Atomic as a whole: everything is written into a staging folder next to ``out``, which then
+    replaces ``out`` (see :func:`replace_dir`); a failing export leaves the previous export
+    untouched and no partial files. Ids TSV/TREC cannot hold are refused before any writing.
     """
+    final = Path(out) if out else Path(store.local_dir()) / "export"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    for pattern in (f".{final.name}.tmp-*", f".{final.name}.old-*"):   # left by an export that was killed
+        for stale in final.parent.glob(pattern):
+            shutil.rmtree(stale, ignore_errors=True)
+    staging = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
+    staging.mkdir()
+    try:
+        stats = _write_exports(store, staging, minutes_per_turn, hourly_usd, query_texts)
+        replace_dir(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {"export_dir": str(final), **stats}
+
+
+_BAD_ID = re.compile(r"[\s\x00-\x1f\x7f]")
+
+
+def check_export_ids(kind: str, ids) -> None:
+    """Refuse ids that TSV and TREC files cannot hold (whitespace, control characters)."""
+    for i in ids:
+        if not isinstance(i, str) or not i or _BAD_ID.search(i):
+            raise StoreError(f"cannot export: {kind} id {i!r} is empty or contains whitespace or a control "
+                             "character (TSV and TREC files split on them)")
+
+
+def replace_dir(new: Path, final: Path) -> None:
+    """Put the finished folder ``new`` at ``final``, replacing a previous one as a whole: two
+    renames in one directory, the old folder deleted only after the new one is in place."""
+    if not final.exists():
+        os.rename(new, final)
+        return
+    old = final.with_name(f".{final.name}.old-{uuid.uuid4().hex[:12]}")
+    os.rename(final, old)
+    try:
+        os.rename(new, final)
+    except BaseException:
+        os.rename(old, final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_exports(store: RunStore, out: Path, minutes_per_turn: float, hourly_usd: float,
+                   query_texts: QueryTexts) -> dict[str, Any]:
+    """Every export file under ``out`` (a fresh staging folder); returns the card's statistics."""
     from storage.benchmark import load_ours
 
-    out = Path(out or store.local_dir("export"))
     bench = load_ours(store.path)
     convs = {r["conv_id"]: r for r in store.read_table("conversations").to_pylist()}
     split = {t.sample_id: convs[t.conv_id]["split"] for t in bench.turns}
     qrels_rows = store.read_table("qrels").to_pylist()
     corpus_rows = [{"_id": d, "title": doc.title, "text": doc.text} for d, doc in bench.corpus.items()]
+    check_export_ids("corpus", bench.corpus)
+    check_export_ids("query", (t.sample_id for t in bench.turns))
+    check_export_ids("qrels query", (r["sample_id"] for r in qrels_rows))
+    check_export_ids("qrels document", (r["doc_id"] for r in qrels_rows))
 
     # BEIR folders, one per query mode
     messages = {t.sample_id: t.messages() for t in bench.turns}
@@ -96,7 +153,7 @@ def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn:
     pq.write_table(pa.Table.from_pylist(corpus_rows), out / "hf" / "corpus.parquet")
     stats = card_stats(store, minutes_per_turn, hourly_usd)
     (out / "README.md").write_text(dataset_card(store.run_id, stats), encoding="utf-8")
-    return {"export_dir": str(out), **stats}
+    return stats
 
 
 def card_stats(store: RunStore, minutes_per_turn: float, hourly_usd: float) -> dict[str, Any]:
