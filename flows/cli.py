@@ -37,7 +37,7 @@ app = typer.Typer(
 
 # Sub-command modules; each has register(app). Order = order in --help.
 _MODULES = ("flows.cli_pipeline", "flows.cli_runs", "flows.cli_eval", "flows.cli_llm", "flows.cli_llmcheck",
-            "flows.cli_audit", "flows.cli_abstention")
+            "flows.cli_audit", "flows.cli_abstention", "flows.cli_compare")
 for _name in _MODULES:
     importlib.import_module(_name).register(app)
 
