@@ -37,6 +37,9 @@ class ClusterConfig(BaseModel):
     nlist: int | None = Field(None, ge=1, description="IVF cells (default sqrt(nprobe * N))")
     nprobe: int = Field(8, ge=1, description="IVF cells searched per query cell")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: FAISS GPU exact kNN when a GPU is visible")
+    grouping: Literal["greedy", "random", "knn-ball"] = Field(
+        "greedy", description="greedy: chain walk over the kNN graph; random / knn-ball: ablations "
+                              "(clustering/grouping.py)")
 
     @model_validator(mode="after")
     def _check(self):

@@ -9,6 +9,7 @@ import pyarrow as pa
 
 from clustering.embed import EmbeddingCache, batch_size_for, embed_with_cache, encode, model_id, resolve_device
 from clustering.greedy import greedy_clusters
+from clustering.grouping import knn_ball_groups, random_groups
 from clustering.knn import KnnGraph, build_knn, load_knn, save_knn
 from clustering.topics import cluster_topics, fit_topics
 from storage.schemas import CHUNK_TOPICS, CLUSTERS, TOPICS, embeddings_schema
@@ -146,8 +147,13 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
                          "re-run `mtr embed` for this run")
     c = cfg.cluster
     graph = knn_graph(store, vecs, c, progress)
-    res = greedy_clusters(graph.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
-                          vectors=vecs)
+    if c.grouping == "random":
+        res = random_groups(n, c.size, seed=c.seed)
+    elif c.grouping == "knn-ball":
+        res = knn_ball_groups(graph.neighbors, c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed)
+    else:
+        res = greedy_clusters(graph.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
+                              vectors=vecs)
     texts = [texts_by_id[i] for i in ids]
     topics = fit_topics(vecs, texts, cfg.topics)
     ctopics = cluster_topics(res.clusters, topics, vecs)
@@ -177,5 +183,5 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
               "short_clusters": len(res.short_clusters), "moved_by_repair": res.moved,
               "rewalked": res.rewalked, "topics": len([t for t in tids if t >= 0]),
               "noise_chunks": int(topics.sizes.get(-1, 0)),
-              "knn_method": graph.method, "knn_reused": graph.loaded}
+              "knn_method": graph.method, "knn_reused": graph.loaded, "grouping": c.grouping}
     return report
