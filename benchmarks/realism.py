@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--config", default=str(ROOT / "benchmarks" / "realism_mtrag.toml"))
     s.add_argument("--conversations", type=int)
     s.add_argument("--turns", type=int)
+    s.add_argument("--embed-cache-dir", help="shared embedding cache (default <out>/../.cache/embeddings)")
     r = sub.add_parser("report", help="the realism table")
     r.add_argument("--ours", action="append", default=[], help="a synthesis run directory (repeatable)")
     r.add_argument("--human", action="append", default=[], help="a human benchmark path (repeatable)")
@@ -87,7 +88,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--work", help="where indexes and embeddings of the report go (default mtr-eval/realism)")
     a = ap.parse_args(argv)
     if a.cmd == "synthesize":
-        over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns)) if v}
+        over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
+                                  ("embed.cache_dir", a.embed_cache_dir)) if v}
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:
         print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work))

@@ -85,16 +85,18 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],
             # offline discourse (the prompt does not use these): the segment's accepted turns
             # since the last switch, every earlier standalone question, the follow-up form shares
-            "segment": segment_turns(state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
+            "segment": segment_turns(ctx, state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
             "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
                           "ellipsis": ctx.cfg.offline_ellipsis_share}}
 
 
-def segment_turns(state: ConvState) -> list[dict]:
-    """The accepted turns of the current segment (since turn 1 or the hard topic switch)."""
+def segment_turns(ctx: GraphContext, state: ConvState) -> list[dict]:
+    """The accepted turns of the current segment (since turn 1 or the hard topic switch), with
+    the title of each turn's gold passage ("" for none)."""
     st = state.get("switch_turn")
     lo = st if st is not None and state["turn"] >= st else 1
-    return [{"question": t["question"], "standalone_question": t["standalone_question"], "answer": t["answer"]}
+    return [{"question": t["question"], "standalone_question": t["standalone_question"], "answer": t["answer"],
+             "title": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("title") or "") if t["gold_doc_ids"] else ""}
             for t in ok_turns(state) if t["turn"] >= lo]
 
 

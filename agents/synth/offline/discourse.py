@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.synth.offline.nlp import parse
+from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import QA, finish, well_formed
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
@@ -73,16 +73,24 @@ def segment_topics(segment: list[dict]) -> list[str]:
 
 
 def focus(segment: list[dict]) -> str:
-    """The segment's focus: the main noun phrase of its first standalone question (a proper
-    name first, else the first noun chunk), as written there ("" when none)."""
+    """The segment's focus: the title of its first turn's gold passage when it is a short name,
+    else the main noun phrase of its first standalone question (a proper-name subject or object
+    first, then any proper name, then the first noun chunk), as written there ("" when none)."""
     if not segment:
         return ""
+    title = detokenize(segment[0].get("title") or "").strip()
+    if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
+        tdoc = parse(title)
+        return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
     doc = parse(segment[0].get("standalone_question") or "")
+    subj = [c for c in doc.noun_chunks if c.root.dep_ in ("nsubj", "nsubjpass", "dobj")
+            and c.root.lower_ not in ("what", "who", "which", "it", "they", "i", "you", "we", "he", "she")]
     chunks = [c for c in doc.noun_chunks if c.root.lower_ not in ("what", "who", "which", "it", "they", "i", "you",
                                                                    "we", "he", "she", "how", "many")]
     if not chunks:
         return ""
-    best = next((c for c in chunks if any(x.pos_ == "PROPN" for x in c)), chunks[0])
+    best = next((c for c in subj if any(x.pos_ == "PROPN" for x in c)), None) or \
+        next((c for c in chunks if any(x.pos_ == "PROPN" for x in c)), chunks[0])
     toks = [t for t in best if not (t.i == best.start and t.pos_ == "DET")]
     text = " ".join(t.text for t in toks)
     det = "the " if best[0].lower_ == "the" else ""

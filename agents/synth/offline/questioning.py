@@ -5,8 +5,8 @@ Ranking (higher first): the generator's slot score; +1 for a passage not used as
 for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
 last answer) so conversations stay on their subject and can refer back to it; a small
 preference for early sentences (central content) and 7-12 word questions. Dropped: questions
-that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone question or
-MiniLM cosine >= 0.9) and questions whose answer span an earlier answer already gave.
+that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
+question) and questions whose answer span an earlier answer already gave.
 The ``attempt``-th best is asked (a rejected attempt moves to the next).
 
 Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
@@ -36,12 +36,9 @@ def _unit(*parts) -> float:
 
 
 def _repeats(q: str, earlier: list[str]) -> bool:
-    if any(jaccard_words(q, e) >= 0.5 for e in earlier):
-        return True
-    if earlier:
-        from agents.synth.offline.semantic import best_similarity
-        return best_similarity(q, earlier) >= 0.9
-    return False
+    """Near-duplicate of an earlier question: content-word Jaccard >= 0.5, or the same content
+    words once a follow-up's context is added (``... in <focus>``)."""
+    return any(jaccard_words(q, e) >= 0.5 for e in earlier)
 
 
 def _given(answer: str, history_answers: list[str]) -> bool:

@@ -18,7 +18,13 @@ def embed_many(texts: list[str]) -> list[np.ndarray]:
     """Normalised MiniLM vectors of ``texts`` (uncached ones encoded in one batch)."""
     todo = list(dict.fromkeys(t for t in texts if t not in _CACHE))
     if todo:
-        vecs = _encoder().encode(todo, normalize_embeddings=True, show_progress_bar=False, batch_size=64)
+        import torch
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)        # a few short texts: one thread is several times faster on a busy CPU
+        try:
+            vecs = _encoder().encode(todo, normalize_embeddings=True, show_progress_bar=False, batch_size=64)
+        finally:
+            torch.set_num_threads(threads)
         if len(_CACHE) > _MAX:
             _CACHE.clear()
         for t, v in zip(todo, vecs):
