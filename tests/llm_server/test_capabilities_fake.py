@@ -52,7 +52,7 @@ def test_probe_detects_what_the_server_does(js, lp):
     assert caps.structured_mode == ("json_schema" if js == "honour" else "json_object")
     assert caps.seed == "yes" and caps.context_length is None
     assert probes and all(r.headers.get("x-mtr-probe") == "1" for r in probes)
-    assert all((r.body.get("max_tokens") or 0) <= 40 for r in probes)
+    assert all((r.body.get("max_tokens") or 0) <= 24 for r in probes)
     if js == "reject":
         assert any("json_schema" in n and "HTTP 400" in n for n in caps.notes)
 
