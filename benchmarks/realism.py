@@ -54,7 +54,7 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
 
 
 def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retrieval: bool,
-           out_dir: str | None) -> str:
+           out_dir: str | None, retrievers: tuple[str, ...] = ("bm25", "dense"), cache_dir: str | None = None) -> str:
     from evaluation.realism import format_table, question_stats, retrieval_table
     from storage.benchmark import load_benchmark
     benches = [(load_benchmark(p, "ours"), f"offline {Path(p).name}") for p in ours]
@@ -65,7 +65,8 @@ def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retr
         tables = []
         for b, name in benches:
             work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
-            tables.append(retrieval_table(b, index_dir=work / "bm25", cache_dir=work / "emb"))
+            tables.append(retrieval_table(b, retrievers=retrievers, index_dir=work / "bm25",
+                                          cache_dir=cache_dir or work / "emb"))
     return format_table(stats, tables)
 
 
@@ -86,13 +87,16 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--domain")
     r.add_argument("--no-retrieval", action="store_true")
     r.add_argument("--work", help="where indexes and embeddings of the report go (default mtr-eval/realism)")
+    r.add_argument("--retriever", action="append", help="bm25 | dense | hybrid (repeatable; default bm25 and dense)")
+    r.add_argument("--embed-cache-dir", help="an embedding cache to reuse (e.g. the spine's)")
     a = ap.parse_args(argv)
     if a.cmd == "synthesize":
         over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
                                   ("embed.cache_dir", a.embed_cache_dir)) if v}
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:
-        print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work))
+        print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work,
+                     tuple(a.retriever or ("bm25", "dense")), a.embed_cache_dir))
 
 
 if __name__ == "__main__":

@@ -140,7 +140,7 @@ def retrieval_table(bench, retrievers: Sequence[str] = ("bm25", "dense"),
                     cache_dir=None) -> dict[str, dict[str, float]]:
     """nDCG@5 per retriever and query mode, plus ``rewrite/last_turn`` per retriever."""
     from evaluation.benchmark_eval import evaluate_benchmark
-    ev = evaluate_benchmark(bench, list(retrievers), list(modes), k=20, index_dir=index_dir, cache_dir=cache_dir,
+    ev = evaluate_benchmark(bench, list(retrievers), list(modes), depth=20, index_dir=index_dir, cache_dir=cache_dir,
                             ks=(5, 10))
     out: dict[str, dict[str, float]] = {}
     for key, res in ev.results.items():

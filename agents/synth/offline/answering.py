@@ -81,7 +81,7 @@ def check(x: dict) -> dict:
     fit = best_similarity(q, (sentences(context) or [context])[:3])
     if fit < MIN_FIT:
         reasons.append(f"question and answer do not fit (MiniLM cosine {fit:.2f})")
-    psents = sentences(passage)
+    psents = sentences(clean_passage(x["passage"]["text"]))       # line breaks end sentences there too
     support_min = min((max((jaccard_words(a, p) for p in psents), default=0.0) for a in asents[1:] or asents),
                       default=0.0)
     supported = support_min >= 0.8
