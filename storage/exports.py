@@ -195,8 +195,9 @@ def dataset_card(run_id: str, s: dict[str, Any]) -> str:
     lines = [f"# MTR-Suite benchmark `{run_id}`", ""]
     if offline:
         lines += ["> **Generated with the offline backend** (deterministic extractive/heuristic agents, no LLM).",
-                  "> Questions are template-based and lexically close to their passages: use this release to",
-                  "> exercise tooling, not to rank retrievers.", ""]
+                  "> Questions come from rules over parsed sentences (spaCy), not from an LLM, and stay lexically",
+                  "> close to their passages: this is not LLM quality; use this release to exercise tooling,",
+                  "> not to rank retrievers.", ""]
     lines += ["Multi-turn conversational retrieval benchmark synthesized by MTR-Suite (questioner, answerer, "
               "verifier, corpus-wide uniqueness checker, humanizer; hard topic switches).", "",
               "| statistic | value |", "|---|---|"]
