@@ -141,7 +141,10 @@ def register(app: typer.Typer) -> None:
         try:
             if prefect:
                 from flows.abstention_flow import run_abstention_flow
-                res = run_abstention_flow(benchmark, fmt, domain, out_dir, cfg, llm_config)
+                from flows.prefect_env import quiet_expected_failures
+                with quiet_expected_failures(UserError, FileNotFoundError, QueryBuildError,
+                                             RetrievalError):   # reported below as one line
+                    res = run_abstention_flow(benchmark, fmt, domain, out_dir, cfg, llm_config)
             else:
                 from flows.cli_common import progress_bars
                 from flows.progress import report

@@ -185,8 +185,11 @@ def register(app: typer.Typer) -> None:
                 return
             if prefect:
                 from flows.audit_flow import run_audit_flow
-                res = run_audit_flow(specs, judge or None, out=out_dir, llm_config=llm, config=cfg,
-                                     human_ratings=human)
+                from flows.prefect_env import quiet_expected_failures
+                with quiet_expected_failures(UserError, JudgeConfigError, LLMConfigError, HumanRatingsError,
+                                             RetrievalError, LLMFatalError):   # reported below as one line
+                    res = run_audit_flow(specs, judge or None, out=out_dir, llm_config=llm, config=cfg,
+                                         human_ratings=human)
             else:
                 from evaluation.audit import run_audit
                 res = run_audit(load_benchmarks(specs), judge or None, out=out_dir, llm_config=llm, config=cfg,
