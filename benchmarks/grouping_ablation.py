@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
 
 
 def one(corpus: str, out: Path, grouping: str, config: str, overrides: dict, retrievers: list[str],
-        mode: str) -> dict:
+        mode: str, embed_cache: str | None = None) -> dict:
     from benchmarks.realism import synthesize
     from evaluation.benchmark_eval import evaluate_benchmark
     from evaluation.discrimination import discrimination, significant_pairs
@@ -37,15 +37,15 @@ def one(corpus: str, out: Path, grouping: str, config: str, overrides: dict, ret
     run = out / grouping
     t0 = time.perf_counter()
     from storage.store import RunStore
+    cache = embed_cache or str(out / ".cache" / "embeddings")
     if not RunStore(str(run)).has_table("turns"):
-        synthesize(corpus, str(run), config, {**overrides, "cluster.grouping": grouping,
-                                              "embed.cache_dir": str(out / ".cache" / "embeddings")})
+        synthesize(corpus, str(run), config, {**overrides, "cluster.grouping": grouping, "embed.cache_dir": cache})
     row: dict = {"grouping": grouping, "run": str(run), "seconds": round(time.perf_counter() - t0, 1)}
     row.update(run_stats(str(run)))
     bench = load_benchmark(run, "ours")
     row["realism"] = question_stats(bench, grouping).as_dict()
     ev = evaluate_benchmark(bench, retrievers, [mode], index_dir=out / ".work" / grouping / "bm25",
-                            cache_dir=out / ".cache" / "embeddings")
+                            cache_dir=cache)
     res = {r: ev.results[f"{r}/{mode}"] for r in retrievers}
     d = discrimination(res, "recall_20")
     pc = significant_pairs(res, "recall_20")
@@ -89,10 +89,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--retriever", action="append", help="default bm25 and dense")
     ap.add_argument("--mode", default="all_user_turns", help="query mode of the discrimination figures")
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--embed-cache-dir", help="shared embedding cache (default OUT/.cache/embeddings)")
     a = ap.parse_args(argv)
     out = Path(a.out)
     over = {"synth.conversations": a.conversations, "synth.turns": a.turns}
-    rows = [one(a.corpus, out, g, a.config, over, a.retriever or ["bm25", "dense"], a.mode) for g in a.groupings]
+    rows = [one(a.corpus, out, g, a.config, over, a.retriever or ["bm25", "dense"], a.mode, a.embed_cache_dir)
+            for g in a.groupings]
     print(table(rows))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2, default=str))
