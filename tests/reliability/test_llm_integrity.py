@@ -186,3 +186,97 @@ def test_audit_excludes_the_judge_whose_model_generated_the_benchmark(mtr, run_d
     assert other and "excluded_self" not in {x["status"] for x in other} and len(other) == len(own)
     sent = [q for q in server.requests[before:] if q.body.get("model") == "fake-model"]
     assert sent == []                                        # the generator's model judged nothing
+
+
+# -- item 3: secrets in the wrong place never reach an error, log, file or the Prefect API -----
+MISPLACED_KEY = "sk-proj-MISPLACED-7Qx2mV9rT4"
+USER, PASSWORD = "alice", "pw-Zx81/Hunter:2"
+HEADER_VALUE = "hdr-Session-4f9e1c2b7a"
+
+
+def _forms(*secrets: str) -> set[str]:
+    """Each secret as written, URL-encoded and base64 (also the Basic-auth form of user:password)."""
+    out: set[str] = set()
+    for s in (*secrets, f"{USER}:{PASSWORD}"):
+        out |= {s, quote(s, safe=""), base64.b64encode(s.encode()).decode().rstrip("=")}
+    return out
+
+
+def _sqlite_text(path: Path) -> str:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        parts = []
+        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            for row in con.execute(f'SELECT * FROM "{table}"'):
+                parts += [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in row]
+        return "\n".join(parts)
+    finally:
+        con.close()
+
+
+def _prefect_db() -> Path:
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+    from prefect.settings import get_current_settings
+    APILogWorker.drain_all()                                # logs and events still queued in this process
+    EventsWorker.drain_all()
+    url = get_current_settings().server.database.connection_url.get_secret_value()
+    return Path(url.split(":///", 1)[1])
+
+
+def _leaks(forms: set[str], *texts: str, roots: tuple[Path, ...] = ()) -> list[str]:
+    """Where any form of a secret occurs: the given texts, every file under ``roots`` (raw
+    bytes, decoded Parquet, decoded SQLite) and the Prefect database."""
+    found = [f"text {i}" for i, t in enumerate(texts) if any(f in t for f in forms)]
+    files = [p for r in roots for p in r.rglob("*") if p.is_file()] + [_prefect_db()]
+    for p in files:
+        data = p.read_bytes()
+        views = [data.decode("utf-8", "replace")]
+        if p.suffix == ".parquet":
+            views.append(str(pq.read_table(p).to_pylist()))
+        if data[:16] == b"SQLite format 3\x00":
+            views.append(_sqlite_text(p))
+        if any(f in v for v in views for f in forms):
+            found.append(str(p))
+    return found
+
+
+def test_a_key_in_an_unknown_config_field_is_never_echoed(mtr, run_dir, tmp_path, shared_emb_cache, server,
+                                                         prefect_harness):
+    llm = _llm(tmp_path, server.base_url, api_key=MISPLACED_KEY)
+    r = _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), llm, 2)
+    assert r.exit_code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
+    assert "endpoints.fake.api_key: Extra inputs are not permitted" in r.err
+    assert server.count == 0 and _leaks(_forms(MISPLACED_KEY), r.output, roots=(run_dir,)) == []
+
+
+def test_url_credentials_and_secret_headers_reach_no_file_log_or_prefect_row(mtr, run_dir, tmp_path,
+                                                                             shared_emb_cache, server,
+                                                                             prefect_harness):
+    url = server.base_url.replace("://", f"://{USER}:{quote(PASSWORD, safe='')}@")
+    llm = _llm(tmp_path, url, headers={"X-Session-Token": HEADER_VALUE, "X-Team": "retrieval"})
+    r = _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), llm, 2)
+    assert r.exit_code == 0, r.output
+    assert server.requests[0].headers.get("x-session-token") == HEADER_VALUE       # the header was sent
+    tabs = _tables(run_dir)
+    assert [t["status"] for t in tabs["turns"]] == ["ok"] * 4
+    man = json.loads((run_dir / "manifest.json").read_text())
+    ep = man["llm"]["config"]["endpoints"]["fake"]
+    assert ep["headers"] == {"X-Session-Token": "***", "X-Team": "retrieval"} and "***@127.0.0.1" in ep["base_url"]
+    assert _leaks(_forms(PASSWORD, HEADER_VALUE), r.output, roots=(run_dir,)) == []
+
+
+def test_a_401_echoing_basic_credentials_is_one_line_without_them(mtr, run_dir, tmp_path, shared_emb_cache,
+                                                                 prefect_harness):
+    srv = RoleScriptedServer(api_key="the-real-key-123").start()   # echoes the Authorization it got
+    try:
+        url = srv.base_url.replace("://", f"://{USER}:{quote(PASSWORD, safe='')}@")
+        r = _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), _llm(tmp_path, url), 2)
+        sent = srv.requests[0].headers.get("authorization", "")
+    finally:
+        srv.stop()
+    assert base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() in sent      # the server did see them
+    last = r.err.strip().splitlines()[-1]         # (earlier lines: Prefect's console log of the failed task)
+    assert r.exit_code == 2 and last.startswith("error: LLM endpoint 'fake' answered HTTP 401")
+    assert last.endswith("Incorrect API key provided: Basic ***.")
+    assert _leaks(_forms(PASSWORD), r.output, roots=(run_dir,)) == []
