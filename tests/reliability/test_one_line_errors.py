@@ -85,7 +85,8 @@ def test_failed_run_prints_no_prefect_traceback_and_leaves_no_empty_run_dir(tmp_
     (the API still gets it), the error is one line, and the run directory it created is gone."""
     (tmp_path / "empty").mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(tmp_path / "prefect-home"))
+    env.update(PYTHONPATH=str(ROOT), PREFECT_HOME=str(tmp_path / "prefect-home"),
+               PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="300")   # a loaded machine starts it slowly
     res = subprocess.run([sys.executable, "-m", "flows.cli", "curate", str(tmp_path / "empty"), "--run", "r1"],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     out = res.stdout + res.stderr
@@ -96,12 +97,14 @@ def test_failed_run_prints_no_prefect_traceback_and_leaves_no_empty_run_dir(tmp_
     assert not (tmp_path / "mtr-runs" / "r1").exists()   # created by this run, nothing written: removed
 
 
-def test_a_failed_run_keeps_a_directory_it_did_not_create(mtr, tmp_path):
+def test_a_failed_run_keeps_a_directory_it_did_not_create(mtr, tmp_path, prefect_harness):
     run = tmp_path / "runs" / "mine"
     run.mkdir(parents=True)
     (run / "notes.txt").write_text("the user's")
-    res = mtr("curate", tmp_path / "missing-corpus", "--run", str(run))
-    assert res.exit_code == 2 and "does not exist" in res.err
+    (tmp_path / "empty").mkdir()
+    res = mtr("curate", tmp_path / "empty", "--run", str(run))   # fails inside the flow, after the claim
+    assert res.exit_code == 2
+    assert res.err.strip().splitlines()[-1] == f"error: corpus directory {tmp_path / 'empty'} contains no files"
     assert (run / "notes.txt").read_text() == "the user's"
 
 
