@@ -79,6 +79,22 @@ def export_query_texts(mode: str, messages: dict, rewrites: dict) -> dict[str, s
     return QueryBuilder(mode=mode).build_all(messages, rewrites)
 
 
+def card_sections(store, synth_cfg) -> list[str]:
+    """The dataset card's evaluation-layer sections (:mod:`evaluation.card`): realism
+    statistics, three example conversations and the cost per role. Difficulty per turn and
+    per switch needs an evaluation and is added by ``mtr demo`` / ``mtr evaluate`` runs."""
+    from evaluation.card import cost_section, examples_section, realism_section
+    from evaluation.realism import question_stats
+    from storage.benchmark import load_benchmark
+    turns = store.read_table("turns").to_pylist()
+    calls = store.read_table("llm_calls").to_pylist() if store.has_table("llm_calls") else []
+    sections = [realism_section(question_stats(load_benchmark(store.path, "ours")))] if turns else []
+    sections += [examples_section(turns),
+                 cost_section(calls, sum(t["status"] == "ok" for t in turns), synth_cfg.minutes_per_turn_human,
+                              synth_cfg.human_hourly_usd, synth_cfg.human_cost_source)]
+    return sections
+
+
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict) -> dict:
     from agents.synth.run import assemble, read_states, synthesis_key
@@ -88,7 +104,9 @@ def assemble_task(run_dir: str, config: dict) -> dict:
     key = synthesis_key(corpus, llm_config_for(cfg), cfg.synth)     # the batches' checkpoints, no older ones
     summary = assemble(store, plans, read_states(store, plans, key), cfg.synth)
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
-                           hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts)
+                           hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts,
+                           human_cost_source=cfg.synth.human_cost_source,
+                           card_sections=card_sections(store, cfg.synth))
     return {"summary": summary, "export": exp}
 
 

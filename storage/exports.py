@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 from statistics import mean, median
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -36,16 +36,22 @@ def _jsonl(path: Path, rows) -> None:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn: float = 6.0,
-                     hourly_usd: float = 30.0, *, query_texts: QueryTexts) -> dict[str, Any]:
+def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn: float | None = None,
+                     hourly_usd: float | None = None, *, query_texts: QueryTexts, human_cost_source: str | None = None,
+                     card_sections: Sequence[str] = ()) -> dict[str, Any]:
     """Write every export of the run under ``out`` (default ``<run>/export``) and return the
     dataset card's statistics plus ``export_dir``.
 
     Args:
         store: the synthesized run.
         out: export folder.
-        minutes_per_turn: human writing time per turn, for the card's cost estimate.
-        hourly_usd: human hourly rate, for the card's cost estimate.
+        minutes_per_turn: human writing time per turn, for the card's cost estimate (None: no
+            estimate; the card says what to set).
+        hourly_usd: human hourly rate, for the card's cost estimate (None: no estimate).
+        human_cost_source: where the two figures come from (stated on the card; without it
+            they are marked as assumptions).
+        card_sections: Markdown sections added to the card (the caller's realism, difficulty,
+            examples and cost sections, see :mod:`evaluation.card`).
         query_texts: builds the ``queries.jsonl`` texts of each BEIR folder (one per
             :data:`EXPORT_MODES` mode); the caller hands in its retrieval layer's builder.
 
@@ -61,7 +67,8 @@ def export_benchmark(store: RunStore, out: Path | None = None, minutes_per_turn:
     staging = final.with_name(f".{final.name}.tmp-{uuid.uuid4().hex[:12]}")
     staging.mkdir()
     try:
-        stats = _write_exports(store, staging, minutes_per_turn, hourly_usd, query_texts)
+        stats = _write_exports(store, staging, minutes_per_turn, hourly_usd, query_texts, human_cost_source,
+                               card_sections)
         replace_dir(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -96,8 +103,9 @@ def replace_dir(new: Path, final: Path) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_exports(store: RunStore, out: Path, minutes_per_turn: float, hourly_usd: float,
-                   query_texts: QueryTexts) -> dict[str, Any]:
+def _write_exports(store: RunStore, out: Path, minutes_per_turn: float | None, hourly_usd: float | None,
+                   query_texts: QueryTexts, human_cost_source: str | None = None,
+                   card_sections: Sequence[str] = ()) -> dict[str, Any]:
     """Every export file under ``out`` (a fresh staging folder); returns the card's statistics."""
     from storage.benchmark import load_ours
 
@@ -152,11 +160,12 @@ def _write_exports(store: RunStore, out: Path, minutes_per_turn: float, hourly_u
                        out / "hf" / f"{sp}.parquet")
     pq.write_table(pa.Table.from_pylist(corpus_rows), out / "hf" / "corpus.parquet")
     stats = card_stats(store, minutes_per_turn, hourly_usd)
-    (out / "README.md").write_text(dataset_card(store.run_id, stats), encoding="utf-8")
+    stats["human_cost_source"] = human_cost_source
+    (out / "README.md").write_text(dataset_card(store.run_id, stats, card_sections), encoding="utf-8")
     return stats
 
 
-def card_stats(store: RunStore, minutes_per_turn: float, hourly_usd: float) -> dict[str, Any]:
+def card_stats(store: RunStore, minutes_per_turn: float | None, hourly_usd: float | None) -> dict[str, Any]:
     turns = store.read_table("turns").to_pylist()
     convs = store.read_table("conversations").to_pylist()
     qrels = store.read_table("qrels").to_pylist()
@@ -174,7 +183,8 @@ def card_stats(store: RunStore, minutes_per_turn: float, hourly_usd: float) -> d
             seen.add(r["call_id"])
             llm_cost += r["cost_usd"] or 0.0
             tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
-    human = len(ok) * minutes_per_turn / 60 * hourly_usd
+    human = (len(ok) * minutes_per_turn / 60 * hourly_usd
+             if minutes_per_turn is not None and hourly_usd is not None else None)
     return {
         "backend": ",".join(backend) or "none",
         "conversations": len(convs), "conversations_train": sum(c["split"] == "train" for c in convs),
@@ -185,12 +195,13 @@ def card_stats(store: RunStore, minutes_per_turn: float, hourly_usd: float) -> d
         "answer_chars_mean": round(mean(alen), 1) if alen else 0, "answer_chars_median": median(alen) if alen else 0,
         "qrels": len(qrels), "extra_positives": sum(q["provenance"] == "uniqueness" for q in qrels),
         "llm_tokens": tokens, "llm_cost_usd": round(llm_cost, 4),
-        "human_cost_usd": round(human, 2), "minutes_per_turn_human": minutes_per_turn, "human_hourly_usd": hourly_usd,
-        "cost_ratio_human_over_llm": (round(human / llm_cost, 1) if llm_cost > 0 else None),
+        "human_cost_usd": round(human, 2) if human is not None else None, "minutes_per_turn_human": minutes_per_turn,
+        "human_hourly_usd": hourly_usd,
+        "cost_ratio_human_over_llm": (round(human / llm_cost, 1) if human is not None and llm_cost > 0 else None),
     }
 
 
-def dataset_card(run_id: str, s: dict[str, Any]) -> str:
+def dataset_card(run_id: str, s: dict[str, Any], sections: Sequence[str] = ()) -> str:
     offline = "offline" in s["backend"]
     lines = [f"# MTR-Suite benchmark `{run_id}`", ""]
     if offline:
@@ -205,9 +216,17 @@ def dataset_card(run_id: str, s: dict[str, Any]) -> str:
               "unanswerable_turns", "switch_positions", "answer_chars_mean", "answer_chars_median", "qrels",
               "extra_positives", "llm_tokens", "llm_cost_usd", "human_cost_usd", "cost_ratio_human_over_llm"):
         lines.append(f"| {k} | {s[k]} |")
-    lines += ["", f"Human cost estimate: {s['turns_ok']} turns x {s['minutes_per_turn_human']} min at "
-                  f"${s['human_hourly_usd']}/h (configurable: synth.minutes_per_turn_human, synth.human_hourly_usd).",
-              "", "## Files", "",
+    if s["human_cost_usd"] is None:
+        lines += ["", "Human cost: not estimated (set synth.minutes_per_turn_human, synth.human_hourly_usd and "
+                      "synth.human_cost_source; no default is assumed)."]
+    else:
+        src = (f"source: {s['human_cost_source']}" if s.get("human_cost_source")
+               else "assumptions, no source given")
+        lines += ["", f"Human cost estimate: {s['turns_ok']} turns x {s['minutes_per_turn_human']} min at "
+                      f"${s['human_hourly_usd']}/h ({src})."]
+    for sec in sections:
+        lines += ["", sec.rstrip()]
+    lines += ["", "## Files", "",
               "- `beir/<query_mode>/`: corpus.jsonl, queries.jsonl (with split), qrels/{train,test}.tsv, conversations.jsonl",
               "- `qrels.trec`: TREC qrels (multi-gold; provenance in `mtrag/conversations.jsonl` contexts)",
               "- `mtrag/conversations.jsonl`: one record per turn, MTRAG style",

@@ -34,5 +34,8 @@ class SynthConfig(BaseModel):
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")
     seed: int = 0
-    minutes_per_turn_human: float = Field(6.0, gt=0, description="for the human-cost estimate of the dataset card")
-    human_hourly_usd: float = Field(30.0, gt=0)
+    minutes_per_turn_human: float | None = Field(None, gt=0, description="human writing minutes per turn, for the "
+                                                 "dataset card's cost comparison (unset: no estimate)")
+    human_hourly_usd: float | None = Field(None, gt=0, description="human hourly rate in USD (unset: no estimate)")
+    human_cost_source: str | None = Field(None, description="where the two figures come from (stated on the card; "
+                                          "without it they are marked as assumptions)")

@@ -136,7 +136,7 @@ def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_d
 # settings that do not shape a conversation: scheduling, the split, the dataset card, and the
 # number of conversations (each conversation's own plan is part of its key)
 _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_share", "minutes_per_turn_human",
-                          "human_hourly_usd"})
+                          "human_hourly_usd", "human_cost_source"})
 
 
 def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
