@@ -96,7 +96,8 @@ def segment_turns(ctx: GraphContext, state: ConvState) -> list[dict]:
     st = state.get("switch_turn")
     lo = st if st is not None and state["turn"] >= st else 1
     return [{"question": t["question"], "standalone_question": t["standalone_question"], "answer": t["answer"],
-             "title": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("title") or "") if t["gold_doc_ids"] else ""}
+             "title": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("title") or "") if t["gold_doc_ids"] else "",
+             "gold_text": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("text") or "") if t["gold_doc_ids"] else ""}
             for t in ok_turns(state) if t["turn"] >= lo]
 
 

@@ -74,7 +74,7 @@ def segment_topics(segment: list[dict]) -> list[str]:
 
 def focus(segment: list[dict]) -> str:
     """The segment's focus: the title of its first turn's gold passage when it is a short name,
-    else the main noun phrase of its first standalone question (a proper-name subject or object
+    else that passage's most frequent proper name (:func:`main_name`), else the main noun phrase of its first standalone question (a proper-name subject or object
     first, then any proper name, then the first noun chunk), as written there ("" when none)."""
     if not segment:
         return ""
@@ -82,6 +82,9 @@ def focus(segment: list[dict]) -> str:
     if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
         tdoc = parse(title)
         return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
+    named = main_name(segment[0].get("gold_text") or "")
+    if named:
+        return named
     doc = parse(segment[0].get("standalone_question") or "")
     subj = [c for c in doc.noun_chunks if c.root.dep_ in ("nsubj", "nsubjpass", "dobj")
             and c.root.lower_ not in ("what", "who", "which", "it", "they", "i", "you", "we", "he", "she")]
@@ -91,10 +94,41 @@ def focus(segment: list[dict]) -> str:
         return ""
     best = next((c for c in subj if any(x.pos_ == "PROPN" for x in c)), None) or \
         next((c for c in chunks if any(x.pos_ == "PROPN" for x in c)), chunks[0])
-    toks = [t for t in best if not (t.i == best.start and t.pos_ == "DET")]
+    toks = [t for t in best if not (t.i == best.start and t.pos_ == "DET") and t.lower_ not in _WH]
     text = " ".join(t.text for t in toks)
     det = "the " if best[0].lower_ == "the" else ""
     return det + text
+
+
+_WH = {"what", "who", "which", "how", "many", "much", "when", "where", "why", "whose"}
+
+
+def main_name(text: str) -> str:
+    """The passage's main name: the proper-noun phrase (2+ letters, at most 5 words) it mentions
+    most often, at least twice ("" when none)."""
+    if not text:
+        return ""
+    from collections import Counter
+    from agents.synth.offline.nlp import passage_doc
+    doc = passage_doc(text)
+    counts: Counter = Counter()
+    first: dict[str, str] = {}
+    for c in doc.noun_chunks:
+        toks = [t for t in c if t.pos_ == "PROPN" or (t.pos_ in ("NOUN", "ADJ") and t.text[:1].isupper()
+                                                      and t.i != c.sent.start)]
+        toks = [t for t in toks if t.i >= c.start]
+        if not toks or not any(t.pos_ == "PROPN" for t in toks) or len(toks) > 5:
+            continue
+        name = " ".join(t.text for t in toks)
+        if len(name) < 3 or not name[:1].isupper():
+            continue
+        key = name.lower()
+        counts[key] += 1
+        first.setdefault(key, name)
+    if not counts:
+        return ""
+    key, n = max(counts.items(), key=lambda kv: (kv[1], len(kv[0].split()), kv[0]))
+    return first[key] if n >= 2 else ""
 
 
 def with_context(question: str, focus_np: str) -> str:

@@ -384,12 +384,15 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         return out
     v = clause.verb
     # "To X, do Y." instructions (manuals) -> "How do I X?"
-    to_cl = next((c for c in v.children if c.dep_ == "advcl" and any(m.lower_ == "to" and m.dep_ == "aux"
-                                                                      for m in c.children) and c.i < v.i), None)
+    to_cl = next((c for c in v.children if c.dep_ in ("advcl", "xcomp") and any(
+        m.lower_ == "to" and m.dep_ == "aux" for m in c.children)), None)
     if to_cl is not None and clause.subj is None and v.tag_ == "VB":
         purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct]
-        if 2 <= len(purpose) <= 10:
-            rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
+        if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose):
+            if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
+                rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
+            else:                   # "Do Y to X." -> the answer is the instruction before it
+                rest = [t for t in sent if t.i < min(x.i for x in to_cl.subtree) and not t.is_space]
             out.append(QA(question=finish("How do I " + _text(purpose)), qtype="how",
                           answer=_text([t for t in rest if not (t.is_punct and t.i == rest[0].i)]),
                           sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
@@ -510,9 +513,11 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 qa = _mk(clause, sent, "how_much", "How much", money, {c.i}, subj_words, subj_kind, idx, score=1.3)
                 if qa:
                     out.append(qa)
-            # object "what/who" questions about a named object (any object NP of a named subject)
-            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (subj_ent or subj_is_pron
-                                                                    or clause.subj.pos_ == "PROPN"):
+            # object "what/who" questions: any object NP of a named or determined subject
+            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (
+                    subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
+                    or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
+                    or clause.subj.tag_ in ("NNS", "NNPS")):
                 wh = "Who" if c.ent_type_ == "PERSON" else "What"
                 qa = _mk(clause, sent, "who" if wh == "Who" else "what", wh, np_tokens(c, 8), {c.i}, subj_words,
                          subj_kind, idx, score=0.9)
@@ -573,11 +578,43 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
             if well_formed(qa.question) is None:
                 out.append(qa)
         _antecedent_update(sent, antecedents)
+    out.extend(heading_questions(text, len(out)))
     low = f" {text.lower()} "
     he = low.count(" he ") + low.count(" his ") + low.count(" him ")
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+def heading_questions(text: str, start: int = 0) -> list[QA]:
+    """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
+    them ("How do I update CDN configuration details?"); the answer is the first sentence of
+    the section under the heading."""
+    from agents.synth.offline.nlp import clean_passage
+    lines = clean_passage(text).split("\n")
+    out: list[QA] = []
+    for i, line in enumerate(lines[:-1]):
+        w = line.split()
+        if not 2 <= len(w) <= 8 or line.endswith((".", ":", "?", "!")) or not w[0].endswith("ing") \
+                or not w[0][:1].isupper():
+            continue
+        doc = parse(line)
+        head = doc[0]
+        if head.tag_ != "VBG" and head.pos_ != "VERB":
+            continue
+        if any(t.is_punct and t.text not in "-/" for t in doc) or any(t.lower_ in PRONOUNS for t in doc):
+            continue
+        rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
+        rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
+                                   else tok.lower_ for tok in doc[1:]))
+        q = finish(f"How do I {head.lemma_.lower()} {rest}")
+        nxt = next((ln for ln in lines[i + 1:] if len(ln.split()) >= 4), "")
+        if not nxt or well_formed(q) is not None:
+            continue
+        first = re.split(r"(?<=[.!?])\s+", nxt)[0]
+        out.append(QA(question=q, qtype="how", answer=first, sentence=first, verb=head.lemma_.lower(),
+                      sent_index=start + i, score=1.2))
+    return out
 
 
 # -- well-formedness --------------------------------------------------------------------------
