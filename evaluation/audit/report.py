@@ -153,6 +153,21 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
                          f"{_fmt(p.get('position_chi2'), 1)} ({_pval(p.get('position_p'))}) | "
                          f"{_fmt(p.get('slot_accuracy_chi2'), 1)} ({_pval(p.get('slot_accuracy_p'))}) |")
         lines.append("")
+    gj = result.get("generator_judge") or []
+    if gj and (len({r["generator"] for r in gj}) > 1 or any(r["self"] for r in gj)):
+        lines += ["## Generator x judge", "",
+                  "Agreement with the other judges (leave-one-out: majority for 0/1 = share equal; mean for 1-5 = "
+                  "mean absolute difference) and with people where rated; self = the judge's own model wrote "
+                  "these turns (withheld).", "",
+                  "| metric | generator | judge | n | self | vs ensemble | vs human (n) |", "|---|---|---|---|---|---|---|"]
+        for r in gj:
+            binary = r["metric"] == "distinguishability"
+            ens = _fmt(r["ensemble_agreement"] if binary else r["ensemble_mad"])
+            hum = _fmt(r["human_agreement"] if binary else r["human_mad"])
+            lines.append(f"| {variant_name(r['metric'], r['variant'])} | {r['generator']} | {r['judge']} | {r['n']} | "
+                         f"{'self (' + str(r['n_self']) + ')' if r['self'] else ''} | "
+                         f"{ens} {'agree' if binary else 'MAD'} | {hum} ({r['n_vs_human']}) |")
+        lines.append("")
     if result.get("human"):
         lines += ["## Agreement with human ratings", "", "| metric | rater | n | Pearson | Spearman |",
                   "|---|---|---|---|---|"]

@@ -34,6 +34,7 @@ from evaluation.audit.aggregate import (agreement_rows, ensemble_items, missing_
                                         summary_rows)
 from evaluation.audit.base import JudgeSpec
 from evaluation.audit.config import AuditConfig
+from evaluation.audit.generator_judge import generator_judge_rows, human_means
 from evaluation.audit.heuristics import HeuristicJudge, make_heuristic
 from evaluation.audit.human import human_agreement, load_human_ratings
 from evaluation.audit.judges import judge_config, make_step, resolve_judges
@@ -183,6 +184,7 @@ class AuditResult:
     missing_positives: list[dict[str, Any]]
     skipped: list[dict[str, Any]]
     human: list[dict[str, Any]] = field(default_factory=list)
+    generator_judge: list[dict[str, Any]] = field(default_factory=list)
     files: dict[str, Path] = field(default_factory=dict)
     markdown: str = ""
     llm: dict[str, Any] = field(default_factory=dict)
@@ -207,7 +209,8 @@ class AuditResult:
                 "judges": [j.to_dict() for j in self.judges], "benchmarks": self.benchmarks,
                 "summary": self.summary, "agreement": self.agreement, "position": self.position,
                 "missing_positives": self.missing_positives, "n_missing_positives": len(self.missing_positives),
-                "human": self.human, "stopped_reason": self.llm.get("stopped_reason")}
+                "human": self.human, "generator_judge": self.generator_judge,
+                "stopped_reason": self.llm.get("stopped_reason")}
 
 
 def _candidate_rows(p: PreparedBenchmark) -> list[dict[str, Any]]:
@@ -243,21 +246,23 @@ def finalize(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSpec],
     missing = missing_positive_rows(scores, items, {p.name: p.benchmark for p in prepared})
     candidates = [r for p in prepared for r in _candidate_rows(p)]
     human = []
+    ratings = load_human_ratings(human_ratings) if human_ratings is not None else []
     if human_ratings is not None:
-        human = human_agreement(scores, items, load_human_ratings(human_ratings), [j.name for j in judges])
+        human = human_agreement(scores, items, ratings, [j.name for j in judges])
+    generator_judge = generator_judge_rows(scores, human_means(ratings, [p.name for p in prepared]))
     out_dir = Path(store.path) if store is not None else Path(".")
     res = AuditResult(out_dir=out_dir, run_id=store.run_id if store is not None else "audit", config=config,
                       judges=list(judges), benchmarks=[{"name": p.name, "format": p.format, **p.counts(),
                                                         "negatives": p.negatives} for p in prepared],
                       scores=scores, items=items, summary=summary, agreement=agreement, position=position,
                       candidates=candidates, missing_positives=missing, skipped=skipped, human=human,
-                      llm=dict(llm or {}))
+                      generator_judge=generator_judge, llm=dict(llm or {}))
     res.markdown = summary_markdown(res.report_data())
     if not write or store is None:
         return res
     store.ensure()
     for name in ("scores", "items", "summary", "agreement", "position", "candidates", "missing_positives",
-                 "skipped", *(("human",) if human_ratings is not None else ())):
+                 "skipped", "generator_judge", *(("human",) if human_ratings is not None else ())):
         store.write_table(f"audit_{name}", res.table(name), schemas.SCHEMAS[f"audit_{name}"])
         res.files[name] = Path(store.table_path(f"audit_{name}"))
     res.files["missing_positives_csv"] = _write_csv(

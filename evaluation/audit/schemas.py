@@ -16,6 +16,8 @@
 * ``audit_missing_positives`` — passages judges chose over the gold one (for human review).
 * ``audit_skipped`` — turns not judged for a metric, with the reason.
 * ``audit_human`` — correlation of each judge and the ensemble with human ratings.
+* ``audit_generator_judge`` — per generator x judge: agreement with the other judges and with
+  people, self-judging marked (:mod:`evaluation.audit.generator_judge`).
 * ``audit_human_checks`` — annotators' verdicts on the candidate missing positives
   (:mod:`evaluation.audit.missing_check`).
 """
@@ -88,10 +90,17 @@ AUDIT_HUMAN_CHECKS = pa.schema([
     ("verdicts", pa.list_(S)),
 ])
 
+AUDIT_GENERATOR_JUDGE = pa.schema([
+    ("metric", S), ("variant", S), ("generator", S), ("judge", S), ("n", I), ("n_self", I), ("self", B),
+    ("n_vs_ensemble", I), ("ensemble_agreement", F), ("ensemble_mad", F), ("ensemble_within_1", F),
+    ("n_vs_human", I), ("human_agreement", F), ("human_mad", F), ("human_within_1", F),
+])
+
 SCHEMAS = {"audit_scores": AUDIT_SCORES, "audit_items": AUDIT_ITEMS, "audit_summary": AUDIT_SUMMARY,
            "audit_agreement": AUDIT_AGREEMENT, "audit_position": AUDIT_POSITION,
            "audit_candidates": AUDIT_CANDIDATES, "audit_missing_positives": AUDIT_MISSING_POSITIVES,
-           "audit_skipped": AUDIT_SKIPPED, "audit_human": AUDIT_HUMAN, "audit_human_checks": AUDIT_HUMAN_CHECKS}
+           "audit_skipped": AUDIT_SKIPPED, "audit_human": AUDIT_HUMAN, "audit_human_checks": AUDIT_HUMAN_CHECKS,
+           "audit_generator_judge": AUDIT_GENERATOR_JUDGE}
 
 
 def table(name: str, rows: list[dict]) -> pa.Table:
