@@ -21,7 +21,7 @@ import typer
 
 from common.errors import UserError
 
-_EXPLAIN = {"yes": "yes", "ignored": "ignored (accepted, not applied)", "rejected": "no (rejected with HTTP 4xx)",
+_EXPLAIN = {"yes": "yes", "ignored": "ignored (accepted, not applied)", "rejected": "no (request rejected)",
             "error": "error (HTTP 5xx)", "unknown": "unknown"}
 
 

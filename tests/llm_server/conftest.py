@@ -217,7 +217,7 @@ def recording_proxy(llama_server):
         yield proxy
 
 
-def write_llm_config(path: Path, base_url: str, *, timeout_s: float = 300.0, max_tokens: int = 96,
+def write_llm_config(path: Path, base_url: str, *, timeout_s: float = 600.0, max_tokens: int = 64,
                      extra_endpoint: str = "", extra: str = "") -> Path:
     """An LLM config YAML for the local server (probing on; small completions)."""
     path.write_text(f"""\
@@ -233,7 +233,7 @@ roles:
   questioner: {{sampling: {{max_tokens: {max_tokens}}}}}
   answerer: {{sampling: {{max_tokens: {max_tokens}}}}}
   verifier: {{sampling: {{max_tokens: {max_tokens}}}}}
-  uniqueness: {{sampling: {{max_tokens: 48}}}}
+  uniqueness: {{sampling: {{max_tokens: 32}}}}
   humanizer: {{sampling: {{max_tokens: {max_tokens}}}}}
 retry: {{max_attempts: 2, backoff_base_s: 0.2, backoff_max_s: 1, repair_attempts: 1}}
 {extra}""", encoding="utf-8")
