@@ -23,6 +23,7 @@ def test_detokenize_undoes_tokenised_spacing():
     ("The wall was built in 1961 by the East German state?", "interrogative"),
     ("Who built the wall in the?", "ends in"),
     ("When did it?", "words"),
+    ("How do I getting started with object lock?", "base-form"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")

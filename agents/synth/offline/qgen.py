@@ -386,7 +386,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     # "To X, do Y." instructions (manuals) -> "How do I X?"
     to_cl = next((c for c in v.children if c.dep_ in ("advcl", "xcomp") and any(
         m.lower_ == "to" and m.dep_ == "aux" for m in c.children)), None)
-    if to_cl is not None and clause.subj is None and v.tag_ == "VB":
+    if to_cl is not None and clause.subj is None and v.tag_ == "VB" and to_cl.tag_ == "VB" and to_cl.lemma_ != "be":
         purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct]
         if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose):
             if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
@@ -600,7 +600,7 @@ def heading_questions(text: str, start: int = 0) -> list[QA]:
             continue
         doc = parse(line)
         head = doc[0]
-        if head.tag_ != "VBG" and head.pos_ != "VERB":
+        if head.tag_ != "VBG" or head.lemma_.lower() == head.lower_:
             continue
         if any(t.is_punct and t.text not in "-/" for t in doc) or any(t.lower_ in PRONOUNS for t in doc):
             continue
@@ -669,6 +669,9 @@ def well_formed(question: str, followup: bool = False) -> str | None:
             return f"a subject pronoun {t.text!r} used as an object"
         if t.lower_ in ("them", "him", "us", "me") and t.dep_ in ("nsubj", "nsubjpass"):
             return f"an object pronoun {t.text!r} used as a subject"
+    m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
+    if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
+        return f"no base-form verb after do-support ({m.group(1)!r})"
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
         return f"ends in {last.text!r}"
