@@ -48,7 +48,7 @@ def test_duplicate_passage_becomes_extra_positive(tmp_path):
     (t,) = state["turns"]
     assert t["status"] == "ok" and t["gold_doc_ids"] == ["berlin"]
     assert [e["doc_id"] for e in t["extra_positives"]] == ["berlin_dup"]
-    assert "coverage" in t["extra_positives"][0]["reason"]
+    assert "the same answer" in t["extra_positives"][0]["reason"]
     store = RunStore(str(tmp_path / "r"))
     assemble(store, [_plan(["berlin"])], {"c1": state}, SynthConfig())
     qrels = store.read_table("qrels").to_pylist()

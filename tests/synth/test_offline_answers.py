@@ -69,7 +69,7 @@ def test_uniqueness_for_an_unanswerable_question_needs_a_typed_answer():
     q = "Where was the Berlin Wall built by East Germany?"
     assert not judge.run_offline({"question": q, "answer": "", "candidate": WALL}).answers
     assert judge.run_offline({"question": q, "answer": "", "candidate": {
-        "doc_id": "z", "text": "The Berlin Wall was built by East Germany in Berlin."}}).answers
+        "doc_id": "z", "text": "The Berlin Wall was built by East Germany along the border with West Germany."}}).answers
 
 
 def test_a_repeated_unanswerable_question_is_rejected_by_the_novelty_check():
