@@ -19,6 +19,7 @@ import asyncio
 import hashlib
 import json
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -145,10 +146,13 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
     (the uniqueness check searches the whole corpus)."""
     from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
     agents: dict[str, Any] = {}
-    for step in (m.STEP for m in (questioner, answerer, verifier, uniqueness, humanizer)):
+    modules = (questioner, answerer, verifier, uniqueness, humanizer)
+    for step in (m.STEP for m in modules):
         try:
             resolved = llm_cfg.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling)
             agents[step.name] = [step.prompt_version, resolved.model_dump(mode="json")]
+            if resolved.backend == "offline":  # no prompt version covers offline rules: key on their code
+                agents[step.name].append(offline_code_hash())
         except Exception as exc:  # noqa: BLE001 - an unresolvable role fails later, with its own message
             agents[step.name] = [step.prompt_version, f"unresolved: {type(exc).__name__}"]
     h = hashlib.sha256()
@@ -157,6 +161,18 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
     shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
     blob = json.dumps({"synth": shaping, "agents": agents, "corpus": h.hexdigest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def offline_code_hash() -> str:
+    """A hash of the offline backend's source (agents/synth/offline/ and the agent modules that hold
+    the offline implementations): a change of the offline rules starts fresh checkpoints."""
+    root = Path(__file__).parent
+    files = sorted(root.glob("offline/*.py")) + [root / f"{n}.py" for n in
+                                                  ("questioner", "answerer", "verifier", "uniqueness", "humanizer")]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.name.encode() + b"\x00" + f.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def thread_id(plan: ConvPlan, key: str) -> str:

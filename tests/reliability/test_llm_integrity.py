@@ -280,3 +280,18 @@ def test_a_401_echoing_basic_credentials_is_one_line_without_them(mtr, run_dir, 
     assert r.exit_code == 2 and last.startswith("error: LLM endpoint 'fake' answered HTTP 401")
     assert last.endswith("Incorrect API key provided: Basic ***.")
     assert _leaks(_forms(PASSWORD), r.output, roots=(run_dir,)) == []
+
+
+def test_offline_rule_changes_start_fresh_checkpoints(monkeypatch):
+    """No prompt version covers the offline backend's rules: its code hash is part of the
+    checkpoint key, so a changed offline implementation never resumes old conversations."""
+    from agents.config import LLMConfig
+    from agents.synth import run as synth_run
+    from agents.synth.config import SynthConfig
+    corpus = {"d#0": {"text": "Alpha was founded in 1901."}}
+    offline, cfg = LLMConfig(backend="offline"), SynthConfig()
+    monkeypatch.setattr(synth_run, "offline_code_hash", lambda: "code-v1")
+    k1 = synth_run.synthesis_key(corpus, offline, cfg)
+    assert synth_run.synthesis_key(corpus, offline, cfg) == k1  # deterministic: a rerun resumes
+    monkeypatch.setattr(synth_run, "offline_code_hash", lambda: "code-v2")
+    assert synth_run.synthesis_key(corpus, offline, cfg) != k1
