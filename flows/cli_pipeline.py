@@ -163,7 +163,7 @@ def register(app: typer.Typer) -> None:
         out = Path(cfg.runs_root) / run
         run_synthesis_cmd(out, cfg, EXAMPLES / "wiki")
         from flows.cli_eval import run_benchmark_eval
-        run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.k, None)
+        run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.depth, None)
         console.print("[yellow]Offline backend: questions are template-based and lexically close to their "
                       "passages, so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")
 

@@ -109,12 +109,12 @@ class EvalConfig(BaseModel):
         retrievers: retrievers to evaluate (``bm25``, ``dense``, ``hybrid``, ``rrf``).
         query_modes: conversational query modes (``last_turn``, ``all_user_turns``,
             ``full_history``, ``rewrite``).
-        k: retrieval depth, documents retrieved per query (as ``mtr evaluate --depth``).
+        depth: retrieval depth, documents retrieved per query (as ``mtr evaluate --depth``).
     """
     model_config = ConfigDict(extra="forbid")
     retrievers: list[str] = Field(default_factory=lambda: ["bm25", "dense", "hybrid"])
     query_modes: list[str] = Field(default_factory=lambda: ["last_turn", "full_history", "rewrite"])
-    k: int = Field(20, ge=1)
+    depth: int = Field(20, ge=1)
 
 
 MTRConfig.model_rebuild()

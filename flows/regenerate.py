@@ -197,7 +197,7 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
     logger.info("version %s (previous good: %s)", version, previous)
     spine = run_spine_in_flow(str(vdir), cfg, ["curate", "chunk", "embed", "cluster"], str(Path(corpus).resolve()))
     synth = synthesize_flow(run_dir=str(vdir), config=cfg.model_dump(mode="json"), run_name=version)
-    ev = evaluate_retrievers(str(vdir), "ours", cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.k,
+    ev = evaluate_retrievers(str(vdir), "ours", cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.depth,
                              benchmark_name=version)
     prev_dir = root / previous if previous and previous != version and (root / previous / SUCCESS).exists() else None
     if prev_dir is None and previous == version:
