@@ -130,6 +130,8 @@ def register(app: typer.Typer) -> None:
                    config: Optional[Path] = CONFIG_OPT,
                    turns: Optional[int] = typer.Option(None, help="T: turns per conversation (default 12)"),
                    conversations: Optional[int] = typer.Option(None, help="number of conversations (default: all clusters)"),
+                   grouping: Optional[str] = typer.Option(None, help="passages of a conversation: greedy (default) | "
+                                                                     "random | knn-ball (ablations)"),
                    llm_config: Optional[Path] = typer.Option(None, help="LLM layer YAML; omitted = offline backend"),
                    text_field: Optional[str] = typer.Option(None), id_field: Optional[str] = typer.Option(None),
                    runner: Optional[str] = RUNNER_OPT, dask_address: Optional[str] = DASK_OPT,
@@ -138,7 +140,7 @@ def register(app: typer.Typer) -> None:
                                   "(create it first: prefect gcl create NAME --limit N)"),
                    dry_run: bool = typer.Option(False, "--dry-run", help="estimate LLM calls, tokens and cost "
                                                 "(needs the spine; spends nothing)")):
-        cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations,
+        cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations, "cluster.grouping": grouping,
                             "llm_config": str(llm_config) if llm_config else None,
                             "load.text_field": text_field, "load.id_field": id_field,
                             "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address)})

@@ -35,3 +35,15 @@ def test_grouping_is_a_cluster_setting():
     assert ClusterConfig().grouping == "greedy" and ClusterConfig(grouping="knn-ball").grouping == "knn-ball"
     with pytest.raises(ValueError):
         ClusterConfig(grouping="kmeans")
+
+
+def test_synthesize_grouping_option_reaches_the_config():
+    from flows.config import load_config
+    from common.errors import UserError
+    assert load_config(None, {"cluster.grouping": "knn-ball"}).cluster.grouping == "knn-ball"
+    with pytest.raises(UserError, match="cluster.grouping"):
+        load_config(None, {"cluster.grouping": "kmeans"})
+    from typer.testing import CliRunner
+    from flows.cli import app
+    r = CliRunner().invoke(app, ["synthesize", "--help"])
+    assert "--grouping" in r.output
