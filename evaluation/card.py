@@ -16,7 +16,9 @@ builds these Markdown sections here and hands them in (``export_benchmark(card_s
 from __future__ import annotations
 
 import math
+import os
 from collections import defaultdict
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 
@@ -90,6 +92,26 @@ def difficulty_section(results: Mapping[str, Any], positions: Mapping[str, int |
             lines.append(f"| {k} | " + " | ".join(_f(cell.get(lab)) for lab in labels) + " |")
         lines.append("")
     return "\n".join(lines).rstrip()
+
+
+def add_difficulty_to_card(card: Path, ev) -> bool:
+    """Append (or replace) the difficulty section of a dataset card after an evaluation
+    (``ev``: an :class:`evaluation.benchmark_eval.BenchmarkEval` of the card's benchmark).
+    The card is rewritten atomically; returns False when there is no card or no result."""
+    card = Path(card)
+    if not card.is_file() or not ev.results:
+        return False
+    text = card.read_text(encoding="utf-8")
+    head = "## Difficulty of the evaluated retrievers"
+    if head in text:  # a re-evaluation replaces the section (it runs to the next "## " heading)
+        before, rest = text.split(head, 1)
+        nxt = rest.find("\n## ")
+        text = before.rstrip() + ("\n\n" + rest[nxt + 1:] if nxt >= 0 else "\n")
+    section = difficulty_section(ev.results, ev.switch_positions or {})
+    tmp = card.with_name(card.name + ".tmp")
+    tmp.write_text(text.rstrip() + "\n\n" + section + "\n", encoding="utf-8")
+    os.replace(tmp, card)
+    return True
 
 
 def _cut(text: str | None, n: int) -> str:

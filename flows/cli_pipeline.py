@@ -165,9 +165,13 @@ def register(app: typer.Typer) -> None:
         out = Path(cfg.runs_root) / run
         run_synthesis_cmd(out, cfg, EXAMPLES / "wiki")
         from flows.cli_eval import run_benchmark_eval
-        run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.depth, None)
-        console.print("[yellow]Offline backend: questions are template-based and lexically close to their "
-                      "passages, so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")
+        res = run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes,
+                                 cfg.eval.depth, None)
+        from evaluation.card import add_difficulty_to_card
+        if add_difficulty_to_card(out / "export" / "README.md", res["eval"]):
+            console.print(f"dataset card: {out / 'export' / 'README.md'} (with the retrievers' difficulty per turn)")
+        console.print("[yellow]Offline backend: questions come from rule-based parsing of the passages (no LLM), "
+                      "so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")
 
 
 def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path]) -> dict:

@@ -49,3 +49,22 @@ def test_difficulty_by_turn_and_switch_position():
     # turn 1: both found -> 1; turn 2: one of two -> 0.5; no_switch 1, position 0: 0, position 1: 1
     assert "| bm25/last_turn | 1.000 | 0.500 |" in d
     assert "| bm25/last_turn | 1.000 | 0.000 | 1.000 |" in d
+
+
+def test_difficulty_section_is_added_to_the_card_once(tmp_path):
+    from types import SimpleNamespace
+
+    from evaluation.card import add_difficulty_to_card
+    qrels = {"c1:1": {"d1": 1}, "c1:2": {"d2": 1}}
+    run = {"c1:1": {"d1": 1.0}, "c1:2": {"x": 1.0}}
+    ev = SimpleNamespace(results={"bm25/last_turn": evaluate(qrels, run, metrics=("recall",), ks=(20,))},
+                         switch_positions={"c1:1": None, "c1:2": 0})
+    card = tmp_path / "README.md"
+    assert not add_difficulty_to_card(card, ev)            # no card: nothing written
+    card.write_text("# Card\n\n## Cost\n\ntext\n", encoding="utf-8")
+    assert add_difficulty_to_card(card, ev)
+    assert add_difficulty_to_card(card, ev)                # a re-evaluation replaces, never duplicates
+    text = card.read_text(encoding="utf-8")
+    assert text.count("## Difficulty of the evaluated retrievers") == 1
+    assert text.startswith("# Card\n\n## Cost\n\ntext") and "| bm25/last_turn | 1.000 | 0.000 |" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["README.md"]
