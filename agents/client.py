@@ -38,18 +38,17 @@ from typing import Any
 import openai
 import httpx2
 
-from agents.capabilities import (Capabilities, context_length_from_error, count_prompt_tokens, is_validation_error,
-                                 probe_endpoint)
+from agents.capabilities import (Capabilities, context_length_from_error, count_prompt_tokens, endpoint_headers,
+                                 is_validation_error, probe_endpoint)
 from agents.config import EndpointConfig, LLMConfig, RetryConfig
-from agents.errors import LLMConfigError, LLMError, LLMFatalError, LogprobsUnsupported, error_details
+from agents.errors import LLMError, LLMFatalError, LogprobsUnsupported, error_details
 from agents.results import TokenLogprob, Usage
-from agents.secrets import read_secret, scrub, scrub_known
+from agents.secrets import scrub, scrub_known
 
 log = logging.getLogger("mtr.agents.client")
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 FATAL_STATUS = frozenset({401, 403, 404})
-_NO_KEY = "no-key-configured"
 
 
 def estimate_tokens(text: str) -> int:
@@ -209,19 +208,7 @@ class LLMClient:
         if c is not None:
             return c
         ep = self.config.endpoints[name]
-        key = _NO_KEY
-        if ep.api_key_env:
-            key = read_secret(ep.api_key_env) or ""
-            if not key:
-                raise LLMConfigError(f"environment variable {ep.api_key_env} (API key of LLM endpoint "
-                                     f"{name!r}) is not set")
-        headers = dict(ep.headers)
-        for h, env in ep.header_envs.items():
-            val = read_secret(env)
-            if not val:
-                raise LLMConfigError(f"environment variable {env} (header {h!r} of LLM endpoint "
-                                     f"{name!r}) is not set")
-            headers[h] = val
+        key, headers = endpoint_headers(name, ep)
         c = openai.AsyncOpenAI(
             base_url=ep.base_url, api_key=key, max_retries=0, default_headers=headers or None,
             timeout=httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s))
