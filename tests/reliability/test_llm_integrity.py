@@ -20,24 +20,13 @@ from agents.testing.fake_roles import RoleScriptedServer
 from agents.testing.fake_server import Reply
 
 ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(scope="module")
 def spine(tmp_path_factory, shared_emb_cache):
     """documents/chunks/embeddings/clusters of examples/wiki (built once for the module)."""
-    from clustering import stages as cst
-    from corpus import stages as st
-    from flows.config import load_config
-    from storage.store import RunStore
-    root = tmp_path_factory.mktemp("llm-spine")
-    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(root), "embed.cache_dir": str(shared_emb_cache)})
-    store = RunStore(str(root / "base")).ensure()
-    st.curate(store, str(EXAMPLES / "wiki"), cfg)
-    st.chunk(store, cfg)
-    cst.embed(store, cfg)
-    cst.cluster(store, cfg)
-    return Path(store.path)
+    from tests.spine import build_example_spine
+    return build_example_spine(tmp_path_factory.mktemp("llm-spine"), shared_emb_cache)[0]
 
 
 @pytest.fixture
