@@ -21,8 +21,9 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from evaluation.audit.aggregate import ENSEMBLE
 
@@ -38,16 +39,23 @@ class HumanRatingsError(ValueError):
     """The human ratings file is malformed (one sentence)."""
 
 
-def load_human_ratings(path: str | Path) -> list[dict[str, Any]]:
-    """Rows ``{"benchmark", "sample_id", "doc_id", "metric", "value"}`` from the CSV."""
-    p = Path(path)
+@contextmanager
+def csv_with_header(p: Path, error: type[Exception], what: str = "") -> Iterator[tuple[dict[str, str], csv.DictReader]]:
+    """An annotators' CSV (UTF-8, BOM tolerated): ``({lower-cased column: column}, reader)``;
+    an unreadable file raises ``error`` with one sentence."""
     try:
         f = p.open(newline="", encoding="utf-8-sig")
     except OSError as exc:
-        raise HumanRatingsError(f"cannot read human ratings {p}: {exc.strerror or exc}") from None
+        raise error(f"cannot read {what}{p}: {exc.strerror or exc}") from None
     with f:
         reader = csv.DictReader(f)
-        cols = {c.strip().lower(): c for c in (reader.fieldnames or [])}
+        yield {c.strip().lower(): c for c in (reader.fieldnames or [])}, reader
+
+
+def load_human_ratings(path: str | Path) -> list[dict[str, Any]]:
+    """Rows ``{"benchmark", "sample_id", "doc_id", "metric", "value"}`` from the CSV."""
+    p = Path(path)
+    with csv_with_header(p, HumanRatingsError, "human ratings ") as (cols, reader):
         if "sample_id" not in cols:
             raise HumanRatingsError(f"{p}: the header needs a sample_id column")
         metric_cols = {m: cols[a] for m, names in ALIASES.items() for a in names if a in cols}

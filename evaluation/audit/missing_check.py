@@ -29,7 +29,6 @@ Rows are matched on ``(benchmark, sample_id, source, candidate_doc)``; ``benchma
 """
 from __future__ import annotations
 
-import csv
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from typing import Any, Mapping, Sequence
 
 from common.errors import UserError
 from evaluation.audit.agreement import fleiss_kappa, krippendorff_alpha
+from evaluation.audit.human import csv_with_header
 
 RELEVANT = {"1", "yes", "y", "true", "relevant"}
 NOT_RELEVANT = {"0", "no", "n", "false", "not relevant", "irrelevant", "not_relevant"}
@@ -83,13 +83,7 @@ def load_verdicts(paths: Sequence[str | Path], candidates: Sequence[Mapping[str,
         p = Path(path)
         stems[p.stem] = stems.get(p.stem, 0) + 1
         file_name = p.stem if stems[p.stem] == 1 else f"{p.stem}#{stems[p.stem]}"    # same name, other folder
-        try:
-            f = p.open(newline="", encoding="utf-8-sig")
-        except OSError as exc:
-            raise MissingCheckError(f"cannot read {p}: {exc.strerror or exc}") from None
-        with f:
-            reader = csv.DictReader(f)
-            cols = {c.strip().lower(): c for c in (reader.fieldnames or [])}
+        with csv_with_header(p, MissingCheckError) as (cols, reader):
             for need in ("sample_id", "candidate_doc", "human_verdict"):
                 if need not in cols:
                     raise MissingCheckError(f"{p}: the header needs a {need} column (a filled missing_positives.csv)")
