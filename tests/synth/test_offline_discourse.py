@@ -42,3 +42,40 @@ def test_unrelated_topic_stays_explicit():
     other = QA(question="When did the Byzantine Empire fall?", qtype="when", answer="", sentence="",
                template="When did {T} fall", topic="the Byzantine Empire", verb="fall")
     assert render(other, SEG, SHARES, 0.2) == ("When did the Byzantine Empire fall?", "explicit")
+
+
+REG = [{"standalone_question": "How do I grant access to Container Registry resources?",
+        "answer": "You grant access to Container Registry by assigning IAM policies to users in the console.",
+        "title": "", "gold_text": ""}]
+
+
+def test_refer_back_replaces_a_mentioned_phrase_by_its_pronoun():
+    from agents.synth.offline.discourse import refer_back
+    assert refer_back("What does Container Registry include?", REG) == "What does it include?"          # subject
+    assert refer_back("How many namespaces can Container Registry hold?", REG) == \
+        "How many namespaces can it hold?"                                                             # inverted subject
+    assert refer_back("What is the price of Container Registry?", REG) == "What is its price?"       # the N of X
+    assert refer_back("Who created IAM policies?", REG) == "Who created them?"                         # plural object
+    assert refer_back("How do I delete Container Registry resources?", REG) == "How do I delete them?"
+
+
+def test_refer_back_leaves_questions_that_would_say_nothing_or_read_oddly():
+    from agents.synth.offline.discourse import refer_back
+    assert refer_back("What is Container Registry?", REG) is None                 # "What is it?"
+    assert refer_back("What are the IAM policies of the account?", REG) is None   # post-modified phrase
+    assert refer_back("How do I assign access to the console?", REG) is None      # bare common noun "access"
+    assert refer_back("What does Code Engine include?", REG) is None              # never mentioned
+
+
+def test_refer_back_is_used_for_followups_whose_topic_is_not_the_focus():
+    q = QA(question="How many namespaces can Container Registry hold?", qtype="how_many", answer="", sentence="")
+    assert render(q, REG, SHARES, 0.2) == ("How many namespaces can it hold?", "pronoun")
+    assert render(q, REG, SHARES, 0.95)[1] == "explicit"
+
+
+def test_clarification_of_a_term_the_previous_answer_used():
+    seg = [{"standalone_question": "Who guarded the Berlin Wall?", "answer": "Soldiers and the Stasi guarded it."}]
+    stasi = QA(question="What was the Stasi?", qtype="define", answer="", sentence="", template="What was {T}",
+               topic="the Stasi")
+    assert render(stasi, seg, SHARES, 0.2) == ("What do you mean by the Stasi?", "clarify")
+    assert render(stasi, seg, SHARES, 0.95)[1] == "explicit"

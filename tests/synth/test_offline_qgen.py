@@ -66,3 +66,38 @@ def test_every_candidate_on_the_example_corpus_is_well_formed():
             assert 5 <= len(qa.question.split()) <= 16 and qa.question.endswith("?")
             assert " ," not in qa.question and "( " not in qa.question
     assert n >= 10
+
+
+FAQ = """Why was my credit card declined?
+
+What's happening
+
+An issue occurred that caused your credit card to decline. This error might prompt a message.
+
+Why it's happening
+
+You have a credit card on file and it was declined because the card expired.
+
+How to fix it
+
+Update your credit card information on the Payments page.
+
+Parallel multipart transfers
+
+Parallel multipart transfers split an upload into many parallel parts. They improve throughput.
+"""
+
+
+def test_faq_headings_are_asked_with_the_answer_of_their_sub_section():
+    from agents.synth.offline.qgen import passage_questions
+    qs = {q.question: q for q in passage_questions(FAQ, "")}
+    why = qs["Why was my credit card declined?"]
+    assert why.qtype == "why" and why.answer.startswith("You have a credit card on file")
+    assert "What's happening?" not in qs and "How to fix it?" not in qs          # generic sub-headings
+
+
+def test_noun_phrase_headings_become_definitions_about_their_section():
+    from agents.synth.offline.qgen import passage_questions
+    qs = {q.question: q for q in passage_questions(FAQ, "")}
+    mt = qs["What are parallel multipart transfers?"]
+    assert mt.qtype == "define" and mt.answer.startswith("Parallel multipart transfers split") and mt.topic_kind == "PLUR"

@@ -13,6 +13,10 @@ is one of them is *coreferable*; it can be asked the way people ask follow-ups:
                   "When did Cummings graduate?";
 * ``ellipsis``  - the previous question's frame with a new topic: "What about the Great Wall?",
                   or a new attribute of the same topic: "And its population?";
+* ``clarify``   - a definitional question about a term the previous answer used: "What do you
+                  mean by the Stasi?";
+* ``refer``     - any other phrase the segment mentioned (a multiword or proper name, or the
+                  focus), replaced by a pronoun in the question (:func:`refer_back`);
 * ``explicit``  - the standalone question itself.
 
 The form is drawn with the configured shares (:class:`DiscourseShares`) from a stable hash,
@@ -221,6 +225,14 @@ def _ellipsis_form(qa: QA, segment: list[dict], topics: list[str]) -> str | None
 def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tuple[str, str]:
     """(question as asked, form) for a follow-up; ``u`` in [0,1) picks the form by the shares."""
     topics = segment_topics(segment)
+    talk = shares.pronoun + shares.short + shares.ellipsis
+    if qa.qtype == "define" and qa.topic and segment and u < talk:
+        # clarification of the previous answer: it used a term the question now asks to define
+        last = detokenize(segment[-1].get("answer") or "").lower()
+        if len(qa.topic) > 3 and qa.topic.lower() in last:
+            q = finish(f"What do you mean by {qa.topic}")
+            if well_formed(q, followup=True) is None:
+                return q, "clarify"
     order: list[str]
     if u < shares.ellipsis:
         order = ["ellipsis", "pronoun", "short"]
@@ -241,6 +253,110 @@ def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tu
             text = _short_form(qa)
         if text:
             q = finish(text)
-            if well_formed(q, followup=True) is None:
+            if well_formed(q, followup=True) is None and (form != "pronoun" or says_something(q)):
                 return q, form
+    if order:
+        # any other phrase the segment mentioned, referred back to with a pronoun
+        text = refer_back(qa.question, segment)
+        if text:
+            return text, "pronoun"
     return qa.question, "explicit"
+
+
+def mentions_history(question: str, mentions: list[str]) -> bool:
+    """The question names a phrase the segment mentioned (multiword or a proper name), so it can
+    stay on the conversation's subject and refer back to it."""
+    q = " " + " ".join(norm_np(w) for w in question.rstrip("?").split()) + " "
+    return any(f" {m} " in q for m in mentions[:16] if len(m.split()) >= 2 or m == (mentions[0] if mentions else ""))
+
+
+# --- referring back to anything the segment mentioned --------------------------------------------
+
+_NOT_NP = {"what", "who", "which", "it", "they", "i", "you", "we", "he", "she", "how", "many", "much", "them",
+           "this", "that", "these", "those", "one", "ones", "there"}
+_SING_AUX = {"is", "was", "does", "has"}
+_PLUR_AUX = {"are", "were", "do", "have"}
+_GENERIC = {"information", "way", "ways", "thing", "things", "part", "parts", "example", "examples", "type",
+            "types", "number", "use", "list", "step", "steps", "time", "name", "topic", "page", "section"}
+
+
+def history_mentions(segment: list[dict]) -> list[str]:
+    """Normalised noun phrases a follow-up may refer back to: the segment's topics
+    (:func:`segment_topics`) plus the noun phrases of the last answer's first sentences that
+    carry a content word (``a database`` in "You create a database in the dashboard.")."""
+    out = list(segment_topics(segment))
+    if segment:
+        last = (segment[-1].get("answer") or "")[:600]
+        for c in parse(last).noun_chunks:
+            n = norm_np(c.text)
+            if n and n not in out and c.root.lower_ not in _NOT_NP and c.root.pos_ in ("NOUN", "PROPN") \
+                    and any(len(w) >= 4 for w in n.split()) and n not in _GENERIC:
+                out.append(n)
+    return [m for m in out if m and m not in _GENERIC]
+
+
+def _np_matches(n: str, mentions: list[str]) -> bool:
+    if not n or n in _GENERIC:
+        return False
+    for m in mentions:
+        if n == m:
+            return True
+        # the same name with fewer or more modifiers: "cloud object storage" / "ibm cloud object storage"
+        if len(n.split()) >= 2 and len(m.split()) >= 2 and (m.endswith(" " + n) or n.endswith(" " + m)):
+            return True
+    return False
+
+
+def says_something(question: str) -> bool:
+    """The question has a content word besides its wh-word and pronouns ("What is it?" has none)."""
+    return any(t.pos_ in ("NOUN", "VERB", "PROPN", "ADJ", "NUM") and t.lemma_ not in ("be", "do", "have")
+               for t in parse(question))
+
+
+def refer_back(question: str, segment: list[dict]) -> str | None:
+    """``question`` as a follow-up that refers back with a pronoun to one noun phrase the segment
+    already mentioned (:func:`history_mentions`), or None when it names none or the result would
+    say too little. Subject -> ``it``/``they`` (number read off the question's own auxiliary or
+    the noun's tag), object -> ``it``/``them``, ``the N of X`` -> ``its N``; people are not
+    replaced (their gender is unknown); the first matching phrase is the one replaced."""
+    mentions = history_mentions(segment)
+    if not mentions:
+        return None
+    doc = parse(question)
+    for c in doc.noun_chunks:
+        root = c.root
+        if root.lower_ in _NOT_NP or c.start == 0 or root.ent_type_ == "PERSON" or any(t.ent_type_ == "PERSON" for t in c):
+            continue
+        n = norm_np(c.text)
+        if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
+            continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
+        if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or n == mentions[0]):
+            continue          # a bare common noun ("access") reads oddly as "it"
+        plural = root.tag_ in ("NNS", "NNPS")
+        dep = root.dep_
+        start, end = c.start, c.end
+        if dep == "pobj" and root.head.lower_ == "of" and root.head.head.pos_ == "NOUN":
+            noun = root.head.head
+            left = noun.left_edge.i
+            if noun.i + 1 == root.head.i and doc[left].lower_ == "the" and left < noun.i:
+                rep = f"{'their' if plural else 'its'} " + doc[left + 1:noun.i + 1].text
+                start = left
+            else:
+                rep = "them" if plural else "it"
+        elif dep in ("nsubj", "nsubjpass"):
+            aux = {t.lower_ for t in root.head.children if t.dep_ in ("aux", "auxpass")} | {root.head.lower_}
+            if aux & _SING_AUX:
+                plural = False
+            elif aux & _PLUR_AUX:
+                plural = True
+            rep = "they" if plural else "it"
+        elif dep in ("dobj", "pobj", "attr", "dative", "oprd"):
+            rep = "them" if plural else "it"
+        else:
+            continue
+        words_before = doc[:start].text
+        text = finish(f"{words_before} {rep} {doc[end:].text}".strip())
+        if not says_something(text) or well_formed(text, followup=True) is not None:
+            return None
+        return text
+    return None

@@ -614,6 +614,95 @@ def heading_questions(text: str, start: int = 0) -> list[QA]:
         first = re.split(r"(?<=[.!?])\s+", nxt)[0]
         out.append(QA(question=q, qtype="how", answer=first, sentence=first, verb=head.lemma_.lower(),
                       sent_index=start + i, score=1.2))
+    out.extend(faq_questions(lines, start + len(out)))
+    out.extend(np_heading_questions(lines, start + len(out)))
+    return out
+
+
+_GENERIC_HEADINGS = re.compile(r"^(what[’']?s happening|why it[’']?s happening|how to fix it|before you begin|"
+                               r"about this task|procedure|results?|next steps?|prerequisites?|examples?|overview|"
+                               r"introduction|summary|note|notes|tip|important|see also|related|learn more|"
+                               r"options|parameters|syntax|description|usage|steps?|output|input|table \d+.*)$",
+                               re.IGNORECASE)
+
+
+def _prose(line: str) -> bool:
+    return len(line.split()) >= 5 and line.rstrip().endswith((".", "!", ":", ")")) and not line.rstrip().endswith("?")
+
+
+def _section(lines: list[str], i: int, sub: str | None = None) -> str:
+    """The first prose sentence of the section that starts after line ``i`` (of its ``sub``
+    sub-section when it has one, e.g. "Why it's happening"), stopping at the next question heading."""
+    j = i + 1
+    if sub:
+        for k in range(i + 1, min(len(lines), i + 12)):
+            if lines[k].endswith("?") and k > i + 1:
+                break
+            if re.match(sub, lines[k], re.IGNORECASE):
+                j = k + 1
+                break
+    for ln in lines[j:j + 8]:
+        if ln.endswith("?"):
+            return ""
+        if _prose(ln):
+            return re.split(r"(?<=[.!?])\s+", ln)[0]
+    return ""
+
+
+def faq_questions(lines: list[str], start: int = 0) -> list[QA]:
+    """Question headings of FAQ and troubleshooting pages ("Why was my credit card declined?")
+    asked as they stand; the answer is the first sentence of the section under the heading (under
+    its "Why it's happening" / "How to fix it" sub-heading for why / how questions), kept only
+    when it holds the asked-for slot."""
+    from agents.synth.offline.answer_types import fills_slot, question_type
+    out: list[QA] = []
+    for i, line in enumerate(lines[:-1]):
+        if not line.endswith("?") or not 4 <= len(line.split()) <= 16 or _GENERIC_HEADINGS.match(line.rstrip("?")):
+            continue
+        q = finish(line)
+        if well_formed(q) is not None:
+            continue
+        qtype = question_type(q)
+        sub = {"why": r"^why it[’']?s happening", "how": r"^how to fix it"}.get(qtype)
+        ans = _section(lines, i, sub)
+        if not ans or not fills_slot(qtype, ans):
+            continue
+        out.append(QA(question=q, qtype=qtype, answer=ans, sentence=ans, sent_index=start + i, score=1.1))
+    return out
+
+
+def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
+    """Noun-phrase headings ("Multipart transfers") asked as definitions ("What are multipart
+    transfers?") when the first sentence under the heading talks about the heading's head noun;
+    that sentence is the answer. The heading is the question's topic (a follow-up may refer
+    back to it)."""
+    out: list[QA] = []
+    for i, line in enumerate(lines[:-1]):
+        w = line.split()
+        if not 2 <= len(w) <= 5 or line.endswith((".", ":", "?", "!", ",", ";")) or _GENERIC_HEADINGS.match(line):
+            continue
+        doc = parse(line)
+        root = [t for t in doc if t.head == t]
+        if len(root) != 1 or root[0].pos_ not in ("NOUN", "PROPN") or any(t.pos_ in ("VERB", "AUX", "PRON")
+                                                                           for t in doc):
+            continue
+        if any(t.is_punct and t.text not in "-/&" for t in doc) or any(t.like_num for t in doc):
+            continue
+        head = root[0]
+        ans = _section(lines, i)
+        if not ans or head.lemma_.lower() not in {t.lemma_.lower() for t in parse(ans)}:
+            continue
+        phrase = detokenize(" ".join(t.text if (t.pos_ == "PROPN" or t.text[1:2].isupper()) else t.lower_
+                                     for t in doc))
+        plural = head.tag_ in ("NNS", "NNPS")
+        be = "are" if plural else "is"
+        topic = phrase if any(t.pos_ == "PROPN" for t in doc) else f"the {phrase}" if not plural else phrase
+        q = finish(f"What {be} {phrase}")
+        if well_formed(q) is not None:
+            continue
+        out.append(QA(question=q, qtype="define", answer=ans, sentence=ans, template=f"What {be} {{T}}?",
+                      topic=topic, topic_role="subj", topic_kind="PLUR" if plural else "SING",
+                      sent_index=start + i, score=1.0))
     return out
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from agents.synth.offline.discourse import DiscourseShares, coreferable, focus, render, segment_topics, with_context
+from agents.synth.offline.discourse import (DiscourseShares, coreferable, focus, history_mentions, mentions_history,
+                                            render, segment_topics, with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
@@ -57,6 +58,7 @@ def ask(x: dict) -> tuple[int, str, str]:
     given = [t.get("answer") or "" for t in x.get("segment") or []]
     topics = segment_topics(segment) if segment else []
     focus_np = focus(segment) if segment else ""
+    mentions = history_mentions(segment) if segment else []
     scored = []
     for i, p in enumerate(passages):
         for qa in _cands(p["text"], p.get("title") or ""):
@@ -69,6 +71,8 @@ def ask(x: dict) -> tuple[int, str, str]:
                     s += 2.5 - 0.1 * rank            # stay on the segment's focus
                 elif in_context(qa, p, focus_np):
                     s += 1.5                         # asked inside the focus's context
+                elif mentions_history(qa.question, mentions):
+                    s += 1.5                         # names something the segment mentioned
             elif qa.template:
                 s += 0.3                         # an opening question with a topic to come back to
             n = len(qa.question.split())
