@@ -112,6 +112,103 @@ def tokenizer(model: str | None = None):
     return load_encoder(model).tokenizer
 
 
+PART_ROW_GROUP = 8192          # rows per row group of a cache part: a lookup decodes only the groups it needs
+_RG_CACHE_BYTES = 128 * 1024 * 1024
+
+
+def _key(h: str) -> int:
+    """64-bit index key of a content hash: its first 16 hex digits (sha256 hashes), else a
+    blake2b digest. Keys only narrow a lookup down; every match is confirmed on the full hash."""
+    try:
+        v = int(h[:16], 16)
+        if 0 <= v < 1 << 64:
+            return v
+    except ValueError:
+        pass
+    import hashlib
+    return int.from_bytes(hashlib.blake2b(h.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little")
+
+
+def _keys(hashes: Sequence[str]) -> np.ndarray:
+    return np.fromiter((_key(h) for h in hashes), dtype=np.uint64, count=len(hashes))
+
+
+def _matrix(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """[n, dim] float32 of a fixed-size-list column (one copy at most)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if len(arr) == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    dim = arr.type.list_size
+    vals = arr.values.slice(arr.offset * dim, len(arr) * dim)
+    return np.asarray(vals.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(arr), dim)
+
+
+class _Index:
+    """hash key -> (part, row) of one model folder: a large merged tier (sorted keys) plus the
+    parts indexed since the last merge; about 16 bytes per cached vector, no hash strings."""
+
+    MERGE_AFTER = 32
+
+    def __init__(self) -> None:
+        self.names: list[str] = []                     # part id -> file name
+        self.groups: dict[int, np.ndarray] = {}        # part id -> row offsets of its row groups (+ end)
+        self.live: set[int] = set()
+        self.merged = (np.zeros(0, np.uint64), np.zeros(0, np.int32), np.zeros(0, np.int64))
+        self.recent: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def part_names(self) -> set[str]:
+        return {self.names[i] for i in self.live}
+
+    def add_part(self, name: str, keys: np.ndarray, groups: np.ndarray) -> None:
+        pid = len(self.names)
+        self.names.append(name)
+        self.groups[pid] = groups
+        self.live.add(pid)
+        order = np.argsort(keys, kind="stable")
+        self.recent.append((keys[order], np.full(len(keys), pid, np.int32), order.astype(np.int64)))
+        if len(self.recent) >= self.MERGE_AFTER:
+            self._merge()
+
+    def remove_parts(self, names: set[str]) -> None:
+        gone = {i for i in self.live if self.names[i] in names}
+        if not gone:
+            return
+        self.live -= gone
+        self._merge()
+        k, p, r = self.merged
+        keep = ~np.isin(p, np.fromiter(gone, np.int32, len(gone)))
+        self.merged = (k[keep], p[keep], r[keep])
+
+    def _merge(self) -> None:
+        tiers = [self.merged, *self.recent]
+        k = np.concatenate([t[0] for t in tiers])
+        p = np.concatenate([t[1] for t in tiers])
+        r = np.concatenate([t[2] for t in tiers])
+        order = np.argsort(k, kind="stable")
+        self.merged = (k[order], p[order], r[order])
+        self.recent = []
+
+    def candidates(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(query position, part id, row) of every entry whose key equals a query key."""
+        out_q, out_p, out_r = [], [], []
+        for tk, tp, tr in (self.merged, *self.recent):
+            if not len(tk):
+                continue
+            lo = np.searchsorted(tk, keys, "left")
+            hi = np.searchsorted(tk, keys, "right")
+            n = hi - lo
+            if not n.any():
+                continue
+            q = np.repeat(np.arange(len(keys)), n)
+            pos = np.repeat(lo, n) + (np.arange(n.sum()) - np.repeat(np.cumsum(n) - n, n))
+            out_q.append(q)
+            out_p.append(tp[pos])
+            out_r.append(tr[pos])
+        if not out_q:
+            return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64)
+        return np.concatenate(out_q), np.concatenate(out_p), np.concatenate(out_r)
+
+
 class EmbeddingCache:
     """Append-only cache of vectors keyed by (model_id, content_hash) in Parquet parts.
 
@@ -119,6 +216,10 @@ class EmbeddingCache:
     writes of one model folder are serialised by an exclusive file lock (``<model>/.lock``)
     and a write keeps only the hashes no part holds yet, so every (model, hash) is stored
     once; lookups take the first vector found for a hash.
+
+    Lookups go through an in-memory index (hash key -> part, row; built from the parts'
+    ``content_hash`` columns, each part read once) and decode only the row groups
+    (``PART_ROW_GROUP`` rows) that hold a wanted hash, never every part.
     """
 
     LOCK = ".lock"
@@ -126,7 +227,9 @@ class EmbeddingCache:
     def __init__(self, directory: str | os.PathLike):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self._known: dict[str, tuple[set[str], set[str]]] = {}   # mid -> (parts read, their hashes)
+        self._index: dict[str, _Index] = {}
+        self._rg_cache: dict[tuple, tuple[pa.Table, int]] = {}   # (part, group, columns) -> (table, bytes)
+        self._rg_bytes = 0
 
     def _folder(self, mid: str) -> Path:
         return self.dir / mid.replace("/", "__")
@@ -135,57 +238,153 @@ class EmbeddingCache:
         folder = self._folder(mid)
         return sorted(p for p in folder.glob("part-*.parquet")) if folder.exists() else []
 
-    def _stored_hashes(self, mid: str) -> set[str]:
-        """Every hash some part of ``mid`` holds (call under the folder lock); parts already
-        read are not read again unless one disappeared (compacted or removed)."""
+    def _refresh(self, mid: str) -> _Index:
+        """The index of ``mid`` with every part on disk; parts already indexed are not read
+        again unless one disappeared (compacted or removed): then it starts over."""
         names = {p.name for p in self._parts(mid)}
-        seen, hashes = self._known.get(mid, (set(), set()))
-        if not seen <= names:   # a part went away: start over rather than trust old hashes
-            seen, hashes = set(), set()
-        for name in sorted(names - seen):
+        idx = self._index.get(mid)
+        if idx is None or not idx.part_names() <= names:
+            idx = self._index[mid] = _Index()
+        for name in sorted(names - idx.part_names()):
+            path = self._folder(mid) / name
             try:
-                hashes.update(pq.read_table(self._folder(mid) / name, columns=["content_hash"])
-                              .column("content_hash").to_pylist())
-            except FileNotFoundError:   # compacted by a reader-side race; its rows are in the merged part
+                pf = pq.ParquetFile(path)
+                keys = np.concatenate([_keys(b.column(0).to_pylist())
+                                       for b in pf.iter_batches(batch_size=65536, columns=["content_hash"])]
+                                      or [np.zeros(0, np.uint64)])
+                sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+            except FileNotFoundError:   # compacted by a concurrent writer; its rows are in the merged part
                 continue
-            seen.add(name)
-        self._known[mid] = (seen, hashes)
-        return hashes
+            idx.add_part(name, keys, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]))
+        return idx
+
+    def _row_group(self, mid: str, name: str, group: int, columns: tuple[str, ...]) -> pa.Table:
+        key = (mid, name, group, columns)
+        hit = self._rg_cache.pop(key, None)
+        if hit is None:
+            t = pq.ParquetFile(self._folder(mid) / name).read_row_group(group, columns=list(columns))
+            hit = (t, t.nbytes)
+            self._rg_bytes += hit[1]
+        self._rg_cache[key] = hit   # most recent last
+        while self._rg_bytes > _RG_CACHE_BYTES and len(self._rg_cache) > 1:
+            old = next(iter(self._rg_cache))
+            self._rg_bytes -= self._rg_cache.pop(old)[1]
+        return hit[0]
+
+    def _locate(self, mid: str, hashes: Sequence[str], vectors: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """(found mask, [n, dim] vectors or None) for ``hashes``; matches confirmed on the full hash."""
+        n = len(hashes)
+        found = np.zeros(n, dtype=bool)
+        out: np.ndarray | None = None
+        if not n:
+            return found, out
+        for attempt in (0, 1):
+            idx = self._refresh(mid)
+            q, pid, row = idx.candidates(_keys(hashes))
+            if not len(q):
+                return found, out
+            try:
+                order = np.lexsort((row, pid))
+                q, pid, row = q[order], pid[order], row[order]
+                cols = ("content_hash", "vector") if vectors else ("content_hash",)
+                start = 0
+                while start < len(q):   # one pass per (part, row group)
+                    p = int(pid[start])
+                    bounds = idx.groups[p]
+                    g = int(np.searchsorted(bounds, row[start], "right") - 1)
+                    stop = start
+                    while stop < len(q) and pid[stop] == p and row[stop] < bounds[g + 1]:
+                        stop += 1
+                    t = self._row_group(mid, idx.names[p], g, cols)
+                    local = row[start:stop] - bounds[g]
+                    got = t.column("content_hash").take(pa.array(local)).to_pylist()
+                    hit = [i for i, (qi, h) in enumerate(zip(q[start:stop].tolist(), got))
+                           if not found[qi] and hashes[qi] == h]
+                    if hit:
+                        qs = q[start:stop][hit]
+                        found[qs] = True
+                        if vectors:
+                            vec = _matrix(t.column("vector").take(pa.array(local[hit])))
+                            if out is None:
+                                out = np.zeros((n, vec.shape[1]), dtype=np.float32)
+                            out[qs] = vec
+                    start = stop
+                return found, out
+            except FileNotFoundError:   # a part merged away by a concurrent compact(): index again
+                self._index.pop(mid, None)
+                self._rg_cache.clear()
+                self._rg_bytes = 0
+                found[:] = False
+                out = None
+        return found, out
+
+    def contains(self, mid: str, hashes: Sequence[str]) -> np.ndarray:
+        """Whether each hash has a vector in the cache (reads only ``content_hash`` row groups)."""
+        return self._locate(mid, hashes, vectors=False)[0]
+
+    def gather(self, mid: str, hashes: Sequence[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """(found mask, [len(hashes), dim] vectors; rows of missing hashes are zero, None if none found)."""
+        return self._locate(mid, hashes, vectors=True)
 
     def lookup(self, mid: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        want = set(hashes)
-        found: dict[str, np.ndarray] = {}
-        for part in self._parts(mid):
-            try:
-                t = pq.read_table(part)
-            except FileNotFoundError:   # merged away by a concurrent compact(); the merged part is read too
-                continue
-            hs = t.column("content_hash").to_pylist()
-            idx = [i for i, h in enumerate(hs) if h in want and h not in found]
-            if not idx:
-                continue
-            vecs = t.column("vector").take(pa.array(idx))
-            arr = np.asarray(vecs.combine_chunks().flatten().to_numpy(zero_copy_only=False),
-                             dtype=np.float32).reshape(len(idx), -1)
-            for row, i in enumerate(idx):
-                found[hs[i]] = arr[row]
-        return found
+        hashes = list(dict.fromkeys(hashes))
+        mask, vecs = self.gather(mid, hashes)
+        return {h: vecs[i] for i, h in enumerate(hashes) if mask[i]}
+
+    def _write_part(self, folder: Path, tables) -> tuple[str, np.ndarray]:
+        """Write the tables as one new part (temp + rename) in row groups of ``PART_ROW_GROUP``
+        rows; returns (name, row offsets of its row groups + end), name "" when no rows."""
+        import uuid
+        name = f"part-{uuid.uuid4().hex}.parquet"
+        tmp = folder / f".{name}.tmp"
+        writer = None
+        buf: list[pa.Table] = []
+        rows = 0
+
+        def flush(final: bool) -> None:
+            nonlocal buf, writer
+            if not buf:
+                return
+            t = pa.concat_tables(buf)
+            cut = len(t) if final else len(t) - len(t) % PART_ROW_GROUP
+            if writer is None:
+                writer = pq.ParquetWriter(tmp, t.schema, compression="zstd")
+            for a in range(0, cut, PART_ROW_GROUP):
+                writer.write_table(t.slice(a, min(PART_ROW_GROUP, cut - a)), row_group_size=PART_ROW_GROUP)
+            buf = [t.slice(cut)] if cut < len(t) else []
+
+        try:
+            for t in tables:
+                if len(t):
+                    buf.append(t)
+                    rows += len(t)
+                    if sum(len(b) for b in buf) >= PART_ROW_GROUP:
+                        flush(False)
+            flush(True)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            tmp.unlink(missing_ok=True)
+            raise
+        if writer is None:
+            return "", np.zeros(1, np.int64)
+        writer.close()
+        os.replace(tmp, folder / name)
+        return name, np.concatenate([np.arange(0, rows, PART_ROW_GROUP, dtype=np.int64), [rows]])
 
     def add(self, mid: str, hashes: Sequence[str], vectors: np.ndarray) -> Path | None:
         """Write one immutable part (temp + rename) with the hashes no part holds yet; returns
         its path, or None when every hash was stored already (by this or another process)."""
         if len(hashes) == 0:
             return None
-        import uuid
-
         from storage.locks import exclusive_file_lock
         folder = self._folder(mid)
         folder.mkdir(parents=True, exist_ok=True)
         with exclusive_file_lock(folder / self.LOCK):
-            stored = self._stored_hashes(mid)
+            stored = self.contains(mid, hashes)
             keep, fresh = [], set()
             for i, h in enumerate(hashes):
-                if h not in stored and h not in fresh:
+                if not stored[i] and h not in fresh:
                     fresh.add(h)
                     keep.append(i)
             if not keep:
@@ -197,40 +396,63 @@ class EmbeddingCache:
             table = pa.table({"content_hash": pa.array(list(hashes), pa.string()),
                               "vector": pa.FixedSizeListArray.from_arrays(
                                   pa.array(vectors.astype(np.float32).ravel()), dim)})
-            name = f"part-{uuid.uuid4().hex}.parquet"
-            tmp = folder / f".{name}.tmp"
-            pq.write_table(table, tmp, compression="zstd")
-            os.replace(tmp, folder / name)
-            seen, known = self._known[mid]
-            seen.add(name)
-            known.update(hashes)
+            name, groups = self._write_part(folder, [table])
+            idx = self._index.get(mid)
+            if idx is not None:
+                idx.add_part(name, _keys(hashes), groups)
         return folder / name
 
     def compact(self, mid: str, parts: Sequence[Path]) -> None:
-        """Merge ``parts`` (written by one embed call) into one part, under the folder lock.
-        The merged part is in place before the originals go, so a kill midway leaves
-        duplicates, never a gap (lookups take the first vector found for a hash; duplicates
-        are equal, and the merged part keeps one row per hash)."""
+        """Merge ``parts`` (written by one embed call) into one part, under the folder lock,
+        streaming one part at a time. The merged part is in place before the originals go,
+        so a kill midway leaves duplicates, never a gap (lookups take the first vector found
+        for a hash; duplicates are equal, and the merged part keeps one row per hash)."""
         from storage.locks import exclusive_file_lock
         folder = self._folder(mid)
         with exclusive_file_lock(folder / self.LOCK):
-            parts = [p for p in parts if p is not None and Path(p).exists()]
+            parts = [Path(p) for p in parts if p is not None and Path(p).exists()]
             if len(parts) < 2:
                 return
-            merged = pa.concat_tables([pq.read_table(p) for p in parts])
-            hs = merged.column("content_hash").to_pylist()
-            first: dict[str, int] = {}
-            for i, h in enumerate(hs):
-                first.setdefault(h, i)
-            if len(first) < len(hs):
-                merged = merged.take(pa.array(sorted(first.values())))
-            import uuid
-            name = f"part-{uuid.uuid4().hex}.parquet"
-            tmp = folder / f".{name}.tmp"
-            pq.write_table(merged, tmp, compression="zstd")
-            os.replace(tmp, folder / name)
+            # first occurrence of each hash across the parts: keys first, full hashes only on equal keys
+            keys = [_keys(pq.read_table(p, columns=["content_hash"]).column(0).to_pylist()) for p in parts]
+            allk = np.concatenate(keys)
+            order = np.argsort(allk, kind="stable")
+            same = np.flatnonzero(allk[order][1:] == allk[order][:-1])
+            drop = np.zeros(len(allk), dtype=bool)
+            if len(same):
+                suspects = np.unique(np.concatenate([order[same], order[same + 1]]))
+                offs = np.concatenate([[0], np.cumsum([len(k) for k in keys])])
+                text: dict[int, str] = {}
+                for pi, p in enumerate(parts):
+                    lo, hi = offs[pi], offs[pi + 1]
+                    mine = suspects[(suspects >= lo) & (suspects < hi)]
+                    if len(mine):
+                        col = pq.read_table(p, columns=["content_hash"]).column(0)
+                        for g in mine.tolist():
+                            text[g] = col[g - lo].as_py()
+                first: dict[str, int] = {}
+                for g in sorted(text):
+                    if first.setdefault(text[g], g) != g:
+                        drop[g] = True
+            offs = np.concatenate([[0], np.cumsum([len(k) for k in keys])])
+
+            def tables():
+                for pi, p in enumerate(parts):
+                    t = pq.read_table(p)
+                    d = drop[offs[pi]:offs[pi + 1]]
+                    yield t.filter(pa.array(~d)) if d.any() else t
+
+            name, groups = self._write_part(folder, tables())
+            kept = allk[~drop]
             for p in parts:
-                Path(p).unlink(missing_ok=True)
+                p.unlink(missing_ok=True)
+            idx = self._index.get(mid)
+            if idx is not None:
+                idx.remove_parts({p.name for p in parts})
+                if name:
+                    idx.add_part(name, kept, groups)
+            self._rg_cache.clear()
+            self._rg_bytes = 0
 
 
 def embed_with_cache(texts: Sequence[str], hashes: Sequence[str], cache: EmbeddingCache | None,

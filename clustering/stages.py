@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
-from clustering.embed import EmbeddingCache, batch_size_for, embed_with_cache, encode, model_id, resolve_device
+import clustering.embed as emb
+from clustering.embed import EmbeddingCache, batch_size_for, encode, model_id, resolve_device
 from clustering.greedy import greedy_clusters
 from clustering.grouping import knn_ball_groups, random_groups
 from clustering.knn import KnnGraph, build_knn, load_knn, save_knn
@@ -24,28 +27,107 @@ def default_cache_dir(store: RunStore, cfg) -> Path:
     return Path(store.path).parent / ".cache" / "embeddings"
 
 
-def embed(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, Any]:
-    """Embed every chunk (normalised), reusing the shared (model, content hash) cache."""
-    t = store.read_table("chunks", columns=["chunk_id", "text", "content_hash"])
-    ids, texts, hashes = (t.column(c).to_pylist() for c in ("chunk_id", "text", "content_hash"))
+EMBED_BATCH_ROWS = 8192   # chunks read per batch by the embed stage (one row group in memory)
+
+
+def embed(store: RunStore, cfg, progress: Progress | None = None, batch_rows: int = EMBED_BATCH_ROWS
+          ) -> dict[str, Any]:
+    """Embed every chunk (normalised), reusing the shared (model, content hash) cache.
+
+    Streams the ``chunks`` table in two passes, ``batch_rows`` rows at a time:
+
+    1. the unique content hashes the cache lacks (in chunk order) are encoded in blocks of
+       ``8 * batch_size`` (the blocks :func:`clustering.embed.embed_with_cache` uses, so the
+       vectors are the same) and each block is committed to the cache before the next: a
+       kill loses at most the block in progress, and a rerun encodes only what is missing;
+       this call's parts are then merged into one;
+    2. the vectors are gathered back from the cache (through its hash index, decoding only
+       the row groups needed) and written to ``embeddings`` batch by batch.
+
+    Memory holds one batch of chunk texts, one block of pending texts and the cache index
+    (about 16 bytes per cached vector), never the corpus text or every vector at once.
+    """
     cache = EmbeddingCache(default_cache_dir(store, cfg))
-    total = len(texts)
+    total = store.num_rows("chunks")
     cb = (lambda n: progress("embed", n, total)) if progress else None
     device = resolve_device(getattr(cfg.embed, "device", "auto"))
-    vecs, n_new = embed_with_cache(texts, hashes, cache, model=cfg.embed.model,
-                                   batch_size=batch_size_for(device, cfg.embed.batch_size), progress=cb,
-                                   device=device)
-    dim = int(vecs.shape[1])
+    bs = batch_size_for(device, cfg.embed.batch_size)
     mid = model_id(cfg.embed.model)
-    table = pa.table({
-        "chunk_id": pa.array(ids, pa.string()),
-        "content_hash": pa.array(hashes, pa.string()),
-        "model_id": pa.array([mid] * len(ids), pa.string()),
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
-    })
-    store.write_table("embeddings", table, embeddings_schema(dim))
+    step = bs * 8
+    n_new = 0
+    parts: list[Path | None] = []
+    todo_h: list[str] = []
+    todo_t: list[str] = []
+    todo: set[str] = set()
+
+    def encode_block(n: int) -> None:
+        nonlocal todo_h, todo_t, n_new
+        hs, ts = todo_h[:n], todo_t[:n]
+        vecs = emb.encode(ts, model=cfg.embed.model, batch_size=bs, progress=cb, device=device)
+        parts.append(cache.add(mid, hs, vecs))
+        n_new += len(hs)
+        todo_h, todo_t = todo_h[n:], todo_t[n:]
+        todo.difference_update(hs)
+
+    rows = max(1, batch_rows)
+    for b in store.iter_batches("chunks", columns=["text", "content_hash"], batch_size=rows):   # pass 1
+        hashes = b.column("content_hash").to_pylist()
+        uniq = [h for h in dict.fromkeys(hashes) if h not in todo]
+        have = dict(zip(uniq, cache.contains(mid, uniq).tolist()))
+        queued = 0
+        for i, h in enumerate(hashes):
+            if h not in todo and not have.get(h, True):
+                todo.add(h)
+                todo_h.append(h)
+                todo_t.append(b.column("text")[i].as_py())
+                queued += 1
+        if cb and len(hashes) - queued:
+            cb(len(hashes) - queued)
+        while len(todo_h) >= step:
+            encode_block(step)
+    if todo_h:
+        encode_block(len(todo_h))
+    cache.compact(mid, parts)
+
+    dim: int | None = None
+    with store.table_writer("embeddings", None) as out:   # pass 2
+        for b in store.iter_batches("chunks", columns=["chunk_id", "content_hash"], batch_size=rows):
+            hashes = b.column("content_hash").to_pylist()
+            found, vecs = cache.gather(mid, hashes)
+            if not found.all():   # gone from the cache since pass 1 (removed by hand): encode them now
+                miss = np.flatnonzero(~found)
+                new = emb.encode(_texts_of(store, b.column("chunk_id"), miss), model=cfg.embed.model,
+                                 batch_size=bs, device=device)
+                if vecs is None:
+                    vecs = np.zeros((len(hashes), new.shape[1]), dtype=np.float32)
+                vecs[miss] = new
+                cache.add(mid, [hashes[i] for i in miss], new)
+                n_new += len(miss)
+            if dim is None:
+                dim = int(vecs.shape[1])
+                out.schema = embeddings_schema(dim)
+            out.write(pa.table({
+                "chunk_id": b.column("chunk_id"),
+                "content_hash": b.column("content_hash"),
+                "model_id": pa.array([mid] * len(hashes), pa.string()),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), dim),
+            }))
+        if dim is None:
+            dim = int(emb.load_encoder(cfg.embed.model).get_embedding_dimension())
+            out.schema = embeddings_schema(dim)
     return {"chunks": total, "newly_embedded": n_new, "from_cache": total - n_new, "dim": dim, "model": mid,
             "device": device}
+
+
+def _texts_of(store: RunStore, ids: pa.Array, rows: np.ndarray) -> list[str]:
+    """Texts of the chunks ``ids[rows]`` (the rare fallback of ``embed``'s second pass)."""
+    want = ids.take(pa.array(rows)).to_pylist()
+    got: dict[str, str] = {}
+    for b in store.iter_batches("chunks", columns=["chunk_id", "text"]):
+        mask = pc.is_in(b.column("chunk_id"), value_set=pa.array(want, pa.string()))
+        sel = b.filter(mask)
+        got.update(zip(sel.column("chunk_id").to_pylist(), sel.column("text").to_pylist()))
+    return [got[i] for i in want]
 
 
 def embed_plan(store: RunStore, cfg, batch_chunks: int) -> list[dict[str, list[str]]]:
@@ -54,19 +136,23 @@ def embed_plan(store: RunStore, cfg, batch_chunks: int) -> list[dict[str, list[s
     Unique content hashes in chunk order (as ``embed`` would encode them), split every
     ``batch_chunks``; each batch is ``{"hashes": [...], "texts": [...]}``. With
     ``batch_chunks`` a multiple of ``8 * embed.batch_size`` the encoder sees the same blocks
-    as the single-process ``embed`` and the vectors are bit-identical.
+    as the single-process ``embed`` and the vectors are bit-identical. Streams the chunks
+    table; only the texts to encode are kept.
     """
-    t = store.read_table("chunks", columns=["text", "content_hash"])
-    texts, hashes = t.column("text").to_pylist(), t.column("content_hash").to_pylist()
-    found = EmbeddingCache(default_cache_dir(store, cfg)).lookup(model_id(cfg.embed.model), hashes)
-    seen: set[str] = set(found)
+    cache = EmbeddingCache(default_cache_dir(store, cfg))
+    mid = model_id(cfg.embed.model)
+    seen: set[str] = set()
     todo_h: list[str] = []
     todo_t: list[str] = []
-    for text, h in zip(texts, hashes):
-        if h not in seen:
-            seen.add(h)
-            todo_h.append(h)
-            todo_t.append(text)
+    for b in store.iter_batches("chunks", columns=["text", "content_hash"], batch_size=EMBED_BATCH_ROWS):
+        hashes = b.column("content_hash").to_pylist()
+        uniq = [h for h in dict.fromkeys(hashes) if h not in seen]
+        have = dict(zip(uniq, cache.contains(mid, uniq).tolist()))
+        for i, h in enumerate(hashes):
+            if h not in seen and not have.get(h, True):
+                seen.add(h)
+                todo_h.append(h)
+                todo_t.append(b.column("text")[i].as_py())
     return [{"hashes": todo_h[i:i + batch_chunks], "texts": todo_t[i:i + batch_chunks]}
             for i in range(0, len(todo_h), batch_chunks)]
 
@@ -84,11 +170,70 @@ def embed_store_batch(store: RunStore, cfg, hashes: list[str], vectors: np.ndarr
 
 
 def read_embeddings(store: RunStore) -> tuple[list[str], np.ndarray]:
+    """Chunk ids and the [N, dim] float32 vectors: zero-copy from a single-row-group table,
+    else filled row group by row group into one array (the vectors are held once)."""
+    files = store.table_files("embeddings")
+    if len(files) == 1:
+        pf = pq.ParquetFile(files[0], filesystem=store.fs)
+        if pf.metadata.num_row_groups > 1:
+            n = pf.metadata.num_rows
+            ids: list[str] = []
+            out: np.ndarray | None = None
+            r = 0
+            for b in pf.iter_batches(batch_size=65536, columns=["chunk_id", "vector"]):
+                ids += b.column("chunk_id").to_pylist()
+                v = vectors_of(b.column("vector"))
+                if out is None:
+                    out = np.empty((n, v.shape[1]), dtype=np.float32)
+                out[r:r + len(v)] = v
+                r += len(v)
+            return ids, out if out is not None else np.zeros((0, 0), dtype=np.float32)
     t = store.read_table("embeddings", columns=["chunk_id", "vector"])
     ids = t.column("chunk_id").to_pylist()
     if len(ids) == 0:
         return ids, np.zeros((0, 0), dtype=np.float32)
     return ids, vectors_of(t.column("vector"))
+
+
+class TextColumn(Sequence[str]):
+    """A read-only sequence of ``str`` over an Arrow string column: the chunk texts stay in
+    Arrow memory (one copy, no Python objects) and are materialised one at a time."""
+
+    def __init__(self, arr: pa.Array | pa.ChunkedArray) -> None:
+        self._arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+    def __len__(self) -> int:
+        return len(self._arr)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._arr[j].as_py() for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._arr[i].as_py()
+
+    def __iter__(self):
+        step = 4096
+        for a in range(0, len(self._arr), step):
+            yield from self._arr.slice(a, step).to_pylist()
+
+
+def chunk_texts(store: RunStore, ids: list[str]) -> TextColumn:
+    """The texts of the chunks ``ids`` (in that order), read from the ``chunks`` table as one
+    Arrow column; raises when an id is not in the table."""
+    t = store.read_table("chunks", columns=["chunk_id", "text"])
+    cid = t.column("chunk_id").combine_chunks()
+    want = pa.array(ids, pa.string())
+    if not want.equals(cid):   # the usual case (embeddings in chunk order) needs no join
+        pos = pc.index_in(want, value_set=cid)
+        if pos.null_count:
+            missing = want.filter(pc.is_null(pos))
+            raise ValueError(f"{len(missing)} embedded chunks are not in the chunks table "
+                             f"(e.g. {missing[0].as_py()}); re-run `mtr embed` for this run")
+        return TextColumn(t.column("text").take(pos))
+    return TextColumn(t.column("text"))
 
 
 def vectors_of(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -139,12 +284,7 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
     """kNN graph -> greedy traversal clusters (+ repair) -> HDBSCAN topics."""
     ids, vecs = read_embeddings(store)
     n = len(ids)
-    texts_by_id = dict(zip(*(store.read_table("chunks", columns=["chunk_id", "text"]).column(c).to_pylist()
-                             for c in ("chunk_id", "text"))))
-    missing = [i for i in ids if i not in texts_by_id]
-    if missing:
-        raise ValueError(f"{len(missing)} embedded chunks are not in the chunks table (e.g. {missing[0]}); "
-                         "re-run `mtr embed` for this run")
+    texts = chunk_texts(store, ids)
     c = cfg.cluster
     graph = knn_graph(store, vecs, c, progress)
     if c.grouping == "random":
@@ -154,7 +294,6 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
     else:
         res = greedy_clusters(graph.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
                               vectors=vecs)
-    texts = [texts_by_id[i] for i in ids]
     topics = fit_topics(vecs, texts, cfg.topics)
     ctopics = cluster_topics(res.clusters, topics, vecs)
     rows = {"cluster_id": [], "position": [], "chunk_id": [], "topic_id": []}

@@ -13,7 +13,7 @@ character offsets into the cleaned document text: ``doc.text[start_char:end_char
 """
 from __future__ import annotations
 
-from typing import Callable, Literal
+from typing import Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -77,38 +77,50 @@ def _splitter(cfg: ChunkConfig):
                                           strip_whitespace=True), size, n_tokens
 
 
+class Chunker:
+    """The splitter of one :class:`ChunkConfig`, built once and applied batch by batch."""
+
+    def __init__(self, cfg: ChunkConfig | None = None) -> None:
+        self.cfg = cfg = cfg or ChunkConfig()
+        self.splitter, self.size, self.length = _splitter(cfg)
+        self.min_size = cfg.min_size if cfg.min_size is not None else self.size // 2
+        if self.min_size > self.size:   # token mode: max_size defaulted to the encoder's limit
+            raise ValueError(f"chunk.min_size ({self.min_size}) must not exceed chunk.max_size ({self.size}): "
+                             "every chunk would be rejected as too short")
+
+    def __call__(self, docs: Iterable[Document],
+                 progress: Callable[[int], None] | None = None) -> tuple[list[Chunk], list[Rejected]]:
+        cfg, length, min_size = self.cfg, self.length, self.min_size
+        chunks: list[Chunk] = []
+        rejected: list[Rejected] = []
+        for doc in docs:
+            pieces = self.splitter.split_text(doc.text)
+            cursor = 0
+            n = 0
+            for piece in pieces:
+                text = _postprocess(piece, cfg.heading_tail_words)
+                start = doc.text.find(piece, cursor)
+                if start < 0:  # never expected: the splitter returns substrings of the text
+                    start = doc.text.find(text)
+                cursor = start + max(1, len(piece) - cfg.overlap) if cfg.overlap else start + len(piece)
+                if not text.strip():
+                    continue
+                if length(text) < min_size:
+                    rejected.append(Rejected(f"{doc.source}@{start}", "chunk_too_short",
+                                             f"chunk of {length(text)} "
+                                             f"{'characters' if cfg.mode == 'chars' else 'tokens'} "
+                                             f"at offset {start} is below chunk.min_size={min_size}",
+                                             stage="chunk", doc_id=doc.doc_id))
+                    continue
+                chunks.append(Chunk(chunk_id=f"{doc.doc_id}#{n}", doc_id=doc.doc_id, chunk_index=n, title=doc.title,
+                                    text=text, start_char=start, end_char=start + len(text)))
+                n += 1
+            if progress:
+                progress(1)
+        return chunks, rejected
+
+
 def chunk_documents(docs: list[Document], cfg: ChunkConfig | None = None,
                     progress: Callable[[int], None] | None = None) -> tuple[list[Chunk], list[Rejected]]:
     """Split documents into chunks with offsets; report (not keep) chunks below ``min_size``."""
-    cfg = cfg or ChunkConfig()
-    splitter, size, length = _splitter(cfg)
-    min_size = cfg.min_size if cfg.min_size is not None else size // 2
-    if min_size > size:   # token mode: max_size defaulted to the encoder's limit
-        raise ValueError(f"chunk.min_size ({min_size}) must not exceed chunk.max_size ({size}): "
-                         "every chunk would be rejected as too short")
-    chunks: list[Chunk] = []
-    rejected: list[Rejected] = []
-    for doc in docs:
-        pieces = splitter.split_text(doc.text)
-        cursor = 0
-        n = 0
-        for piece in pieces:
-            text = _postprocess(piece, cfg.heading_tail_words)
-            start = doc.text.find(piece, cursor)
-            if start < 0:  # never expected: the splitter returns substrings of the text
-                start = doc.text.find(text)
-            cursor = start + max(1, len(piece) - cfg.overlap) if cfg.overlap else start + len(piece)
-            if not text.strip():
-                continue
-            if length(text) < min_size:
-                rejected.append(Rejected(f"{doc.source}@{start}", "chunk_too_short",
-                                         f"chunk of {length(text)} {'characters' if cfg.mode == 'chars' else 'tokens'} "
-                                         f"at offset {start} is below chunk.min_size={min_size}",
-                                         stage="chunk", doc_id=doc.doc_id))
-                continue
-            chunks.append(Chunk(chunk_id=f"{doc.doc_id}#{n}", doc_id=doc.doc_id, chunk_index=n, title=doc.title,
-                                text=text, start_char=start, end_char=start + len(text)))
-            n += 1
-        if progress:
-            progress(1)
-    return chunks, rejected
+    return Chunker(cfg)(docs, progress)

@@ -40,36 +40,60 @@ def shingles(text: str, n: int = 5) -> set[bytes]:
     return {t[i:i + n].encode("utf-8") for i in range(len(t) - n + 1)}
 
 
+class Deduper:
+    """Streaming MinHash near-duplicate finder: feed items in batches, in input order.
+
+    Holds only the kept items' MinHash signatures and the LSH index, never their texts, so a
+    corpus can be deduplicated batch by batch; feeding the items in any batch sizes gives
+    the same duplicates as one :func:`find_duplicates` call over all of them.
+    """
+
+    def __init__(self, cfg: DedupConfig | None = None) -> None:
+        from datasketch import MinHashLSH
+
+        self.cfg = cfg or DedupConfig()
+        self._lsh = MinHashLSH(threshold=self.cfg.threshold, num_perm=self.cfg.num_perm) if self.cfg.enabled else None
+        self._kept: dict[str, object] = {}     # kept id -> LeanMinHash
+        self._order: dict[str, int] = {}       # kept id -> input position
+        self._seen = 0
+
+    def add(self, ids: Sequence[str], texts: Sequence[str]) -> list[Duplicate]:
+        """Near-duplicates (of earlier kept items) among this batch; the others are kept."""
+        from datasketch import LeanMinHash, MinHash
+
+        cfg = self.cfg
+        if not cfg.enabled or not ids:
+            self._seen += len(ids)
+            return []
+        hashes = MinHash.generator((shingles(t, cfg.ngram) or {b""} for t in texts), num_perm=cfg.num_perm,
+                                   seed=cfg.seed)
+        dups: list[Duplicate] = []
+        for item_id, mh in zip(ids, hashes):
+            i = self._seen
+            self._seen += 1
+            best: tuple[int, str, float] | None = None
+            for c in self._lsh.query(mh):
+                j = float(mh.jaccard(self._kept[c]))
+                if cfg.verify and j < cfg.threshold:
+                    continue
+                if best is None or self._order[c] < best[0]:
+                    best = (self._order[c], c, j)
+            if best is not None:
+                dups.append(Duplicate(item_id, best[1], best[2]))
+                continue
+            lean = LeanMinHash(mh)
+            self._kept[item_id] = lean
+            self._order[item_id] = i
+            self._lsh.insert(item_id, lean)
+        return dups
+
+
 def find_duplicates(ids: Sequence[str], texts: Sequence[str], cfg: DedupConfig | None = None) -> list[Duplicate]:
     """Near-duplicates of earlier kept items, in input order."""
-    from datasketch import LeanMinHash, MinHash, MinHashLSH
-
     cfg = cfg or DedupConfig()
     if not cfg.enabled or not ids:
         return []
-    sets = [shingles(t, cfg.ngram) or {b""} for t in texts]
-    hashes = MinHash.bulk(sets, num_perm=cfg.num_perm, seed=cfg.seed)
-    lsh = MinHashLSH(threshold=cfg.threshold, num_perm=cfg.num_perm)
-    kept_hash: dict[str, LeanMinHash] = {}
-    order: dict[str, int] = {}
-    dups: list[Duplicate] = []
-    for i, (item_id, mh) in enumerate(zip(ids, hashes)):
-        cands = lsh.query(mh)
-        best: tuple[int, str, float] | None = None
-        for c in cands:
-            j = float(mh.jaccard(kept_hash[c]))
-            if cfg.verify and j < cfg.threshold:
-                continue
-            if best is None or order[c] < best[0]:
-                best = (order[c], c, j)
-        if best is not None:
-            dups.append(Duplicate(item_id, best[1], best[2]))
-            continue
-        lean = LeanMinHash(mh)
-        kept_hash[item_id] = lean
-        order[item_id] = i
-        lsh.insert(item_id, lean)
-    return dups
+    return Deduper(cfg).add(ids, texts)
 
 
 def exact_jaccard(a: str, b: str, n: int = 5) -> float:
@@ -79,4 +103,4 @@ def exact_jaccard(a: str, b: str, n: int = 5) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
-__all__ = ["DedupConfig", "Duplicate", "find_duplicates", "shingles", "exact_jaccard"]
+__all__ = ["DedupConfig", "Deduper", "Duplicate", "find_duplicates", "shingles", "exact_jaccard"]

@@ -1,20 +1,36 @@
-"""Curate and chunk stages: package logic -> run tables. Plain functions (Prefect wraps them)."""
+"""Curate and chunk stages: package logic -> run tables. Plain functions (Prefect wraps them).
+
+Both stages stream: documents are read, cleaned, deduplicated and written ``batch_docs`` at a
+time (the input files through :func:`corpus.load.iter_corpus`, the ``documents`` table by
+Parquet row groups), so memory holds one batch of texts plus the MinHash signatures of the
+kept items, never the corpus. The tables are written through ``RunStore.table_writer``: a
+table appears whole or not at all, and the rows are the same for any batch size.
+"""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Callable
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import pyarrow as pa
 
-from corpus.chunk import chunk_documents
+from corpus.chunk import Chunker
 from corpus.clean import clean_documents
-from corpus.dedup import find_duplicates
-from corpus.load import load_corpus
+from corpus.dedup import Deduper
+from corpus.load import iter_corpus
 from storage.records import Document, Rejected
 from storage.schemas import CHUNKS, DOCUMENTS, REJECTED, table_from_rows
 from storage.store import RunStore
 
 Progress = Callable[[str, int, int], None]   # (label, advance, total)
+BATCH_DOCS = 1024   # documents per streamed batch (curate and chunk)
+T = TypeVar("T")
+
+
+def _batched(items: Iterable[T], n: int) -> Iterator[list[T]]:
+    it = iter(items)
+    while batch := list(islice(it, n)):
+        yield batch
 
 
 def _rejected_table(rows: list[Rejected]) -> pa.Table:
@@ -27,56 +43,102 @@ def _replace_rejected(store: RunStore, stage: str, rows: list[Rejected]) -> None
     store.write_table("rejected", pa.concat_tables([table_from_rows(keep, REJECTED), _rejected_table(rows)]))
 
 
-def curate(store: RunStore, input_path: str, cfg, progress: Progress | None = None) -> dict[str, Any]:
-    """Load, clean and MinHash-dedup documents; write ``documents`` and ``rejected``."""
-    docs, rejected = load_corpus(input_path, cfg.load)
-    if progress:
-        progress("load", len(docs) + len(rejected), len(docs) + len(rejected))
-    kept, rej_clean = clean_documents(docs, cfg.clean)
-    rejected += rej_clean
-    dups = find_duplicates([d.doc_id for d in kept], [d.text for d in kept], cfg.dedup)
-    dropped = {d.item_id: d for d in dups}
-    by_id = {d.doc_id: d for d in kept}
-    for d in dups:
-        rejected.append(Rejected(by_id[d.item_id].source, "near_duplicate",
-                                 f"MinHash Jaccard ~{d.jaccard:.2f} with kept document {d.duplicate_of}",
-                                 stage="dedup", doc_id=d.item_id, duplicate_of=d.duplicate_of))
-    final = [d for d in kept if d.doc_id not in dropped]
-    if progress:
-        progress("curate", len(kept), len(kept))
-    store.write_table("documents", table_from_rows([d.to_row() for d in final], DOCUMENTS))
+def curate(store: RunStore, input_path: str, cfg, progress: Progress | None = None,
+           batch_docs: int = BATCH_DOCS) -> dict[str, Any]:
+    """Load, clean and MinHash-dedup documents; write ``documents`` and ``rejected``.
+
+    Streams ``batch_docs`` documents at a time; duplicate ids keep the first occurrence.
+    Rejections are listed load, then clean, then dedup (each in input order).
+    """
+    rej_load: list[Rejected] = []
+    rej_clean: list[Rejected] = []
+    rej_dedup: list[Rejected] = []
+    seen: dict[str, str] = {}            # doc id -> source of its first occurrence
+    deduper = Deduper(cfg.dedup)
+    n_kept = n_final = 0
+    with store.table_writer("documents", DOCUMENTS) as out:
+        for batch in _batched(iter_corpus(input_path, cfg.load), max(1, batch_docs)):
+            docs: list[Document] = []
+            for item in batch:
+                if isinstance(item, Rejected):
+                    rej_load.append(item)
+                elif item.doc_id in seen:
+                    rej_load.append(Rejected(item.source, "duplicate_id", f"doc id {item.doc_id!r} already used by "
+                                             f"{seen[item.doc_id]}", doc_id=item.doc_id, duplicate_of=item.doc_id))
+                else:
+                    seen[item.doc_id] = item.source
+                    docs.append(item)
+            if progress:
+                progress("load", len(batch), 0)
+            kept, rej = clean_documents(docs, cfg.clean)
+            del docs
+            rej_clean += rej
+            dups = {d.item_id: d for d in deduper.add([d.doc_id for d in kept], [d.text for d in kept])}
+            final = []
+            for d in kept:
+                dup = dups.get(d.doc_id)
+                if dup is None:
+                    final.append(d)
+                    continue
+                rej_dedup.append(Rejected(d.source, "near_duplicate",
+                                          f"MinHash Jaccard ~{dup.jaccard:.2f} with kept document {dup.duplicate_of}",
+                                          stage="dedup", doc_id=d.doc_id, duplicate_of=dup.duplicate_of))
+            out.write(table_from_rows([d.to_row() for d in final], DOCUMENTS))
+            n_kept += len(kept)
+            n_final += len(final)
+            if progress:
+                progress("curate", len(kept), 0)
+    rejected = rej_load + rej_clean + rej_dedup
     _replace_rejected(store, "load,clean,dedup", rejected)
-    return {"documents": len(final), "rejected": len(rejected),
+    return {"documents": n_final, "rejected": len(rejected),
             "rejected_by_reason": dict(Counter(r.reason for r in rejected))}
 
 
+def iter_documents(store: RunStore, batch_docs: int = BATCH_DOCS) -> Iterator[list[Document]]:
+    """The curated documents, ``batch_docs`` at a time (one Parquet row group in memory)."""
+    for b in store.iter_batches("documents", columns=["doc_id", "title", "text", "source"], batch_size=batch_docs):
+        yield [Document(**r) for r in b.to_pylist()]
+
+
 def read_documents(store: RunStore) -> list[Document]:
-    t = store.read_table("documents", columns=["doc_id", "title", "text", "source"])
-    return [Document(**r) for r in t.to_pylist()]
+    return [d for batch in iter_documents(store) for d in batch]
 
 
-def chunk(store: RunStore, cfg, progress: Progress | None = None) -> dict[str, Any]:
-    """Chunk the curated documents; optionally MinHash-dedup chunks; write ``chunks``."""
-    docs = read_documents(store)
-    total = len(docs)
+def chunk(store: RunStore, cfg, progress: Progress | None = None, batch_docs: int = BATCH_DOCS) -> dict[str, Any]:
+    """Chunk the curated documents; optionally MinHash-dedup chunks; write ``chunks``.
+
+    Streams the ``documents`` table ``batch_docs`` documents at a time.
+    """
+    total = store.num_rows("documents")
     cb = (lambda n: progress("chunk", n, total)) if progress else None
-    chunks, rejected = chunk_documents(docs, cfg.chunk, progress=cb)
-    n_dups = 0
-    if cfg.chunk_dedup and cfg.dedup.enabled:
-        dups = find_duplicates([c.chunk_id for c in chunks], [c.text for c in chunks], cfg.dedup)
-        dropped = {d.item_id: d for d in dups}
-        n_dups = len(dups)
-        src = {d.doc_id: d.source for d in docs}
-        by_id = {c.chunk_id: c for c in chunks}
-        for d in dups:
-            c = by_id[d.item_id]
-            rejected.append(Rejected(f"{src[c.doc_id]}@{c.start_char}", "near_duplicate",
-                                     f"chunk {d.item_id} ~{d.jaccard:.2f} Jaccard with kept chunk {d.duplicate_of}",
-                                     stage="chunk", doc_id=c.doc_id, duplicate_of=d.duplicate_of))
-        chunks = [c for c in chunks if c.chunk_id not in dropped]
-    store.write_table("chunks", table_from_rows([c.to_row() for c in chunks], CHUNKS))
-    _replace_rejected(store, "chunk", rejected)
-    lens = [len(c.text) for c in chunks]
-    return {"documents": total, "chunks": len(chunks), "chunks_rejected": len(rejected),
-            "chunk_duplicates": n_dups,
-            "mean_chars": round(sum(lens) / len(lens), 1) if lens else 0.0}
+    chunker = Chunker(cfg.chunk)
+    deduper = Deduper(cfg.dedup) if cfg.chunk_dedup and cfg.dedup.enabled else None
+    rej_short: list[Rejected] = []
+    rej_dup: list[Rejected] = []
+    n_chunks = n_chars = 0
+    with store.table_writer("chunks", CHUNKS) as out:
+        for docs in iter_documents(store, max(1, batch_docs)):
+            chunks, rejected = chunker(docs, progress=cb)
+            rej_short += rejected
+            if deduper is not None:
+                dups = {d.item_id: d for d in deduper.add([c.chunk_id for c in chunks], [c.text for c in chunks])}
+                if dups:
+                    src = {d.doc_id: d.source for d in docs}
+                    kept = []
+                    for c in chunks:
+                        d = dups.get(c.chunk_id)
+                        if d is None:
+                            kept.append(c)
+                            continue
+                        rej_dup.append(Rejected(f"{src[c.doc_id]}@{c.start_char}", "near_duplicate",
+                                                f"chunk {d.item_id} ~{d.jaccard:.2f} Jaccard with kept chunk "
+                                                f"{d.duplicate_of}", stage="chunk", doc_id=c.doc_id,
+                                                duplicate_of=d.duplicate_of))
+                    chunks = kept
+            out.write(table_from_rows([c.to_row() for c in chunks], CHUNKS))
+            n_chunks += len(chunks)
+            n_chars += sum(len(c.text) for c in chunks)
+    _replace_rejected(store, "chunk", rej_short + rej_dup)
+    return {"documents": total, "chunks": n_chunks, "chunks_rejected": len(rej_short) + len(rej_dup),
+            "chunk_duplicates": len(rej_dup),
+            "mean_chars": round(n_chars / n_chunks, 1) if n_chunks else 0.0}

