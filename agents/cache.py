@@ -24,6 +24,7 @@ again exactly once on a rerun and nothing is ever duplicated.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -66,9 +67,13 @@ class CallCache:
 
     def __init__(self, root: str | os.PathLike, *, fsync: bool = True, group_commit: bool = False) -> None:
         self.root = Path(root)
+        self._root = os.fspath(self.root)
         self.fsync = fsync
         self.group_commit = group_commit
         self._staged: dict[str, bytes] = {}
+        self._dirs: set[str] = set()             # entry folders known to exist
+        self._tmp_tag = uuid.uuid4().hex[:8]     # temp names: tag + counter (no random per entry)
+        self._tmp_seq = itertools.count()
         self._lock = threading.Lock()            # the staged entries
         self._commit_lock = threading.Lock()     # one committer at a time
 
@@ -78,17 +83,21 @@ class CallCache:
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
+    def _spath(self, key: str) -> str:
+        # plain strings on the hot path (a Path costs more than the lookup itself)
+        return f"{self._root}/{key[:2]}/{key}.json"
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The cached response payload of ``key``, or None (missing or not verifiable)."""
-        p = self.path(key)
         data = self._staged.get(key)
         try:
             if data is None:
-                data = p.read_bytes()
+                with open(self._spath(key), "rb") as f:
+                    data = f.read()
         except FileNotFoundError:
             return None
         except OSError as exc:
-            log.warning("cache entry %s unreadable (%s); treating as a miss", p.name, type(exc).__name__)
+            log.warning("cache entry %s.json unreadable (%s); treating as a miss", key, type(exc).__name__)
             return None
         try:
             entry = json.loads(data)
@@ -98,7 +107,7 @@ class CallCache:
         except (ValueError, KeyError, TypeError):
             ok = False
         if not ok:
-            log.warning("cache entry %s does not verify; treating as a miss", p.name)
+            log.warning("cache entry %s.json does not verify; treating as a miss", key)
             return None
         return payload
 
@@ -112,10 +121,9 @@ class CallCache:
             with self._lock:
                 self._staged[key] = data
             return self.path(key)
-        p = self.path(key)
         tmp = self._write_temp(key, data, fsync=self.fsync)
-        os.replace(tmp, p)
-        return p
+        os.replace(tmp, self._spath(key))
+        return self.path(key)
 
     @property
     def pending(self) -> int:
@@ -129,7 +137,7 @@ class CallCache:
                 batch = list(self._staged.items())
             if not batch:
                 return 0
-            temps = [(self._write_temp(key, data, fsync=False), self.path(key)) for key, data in batch]
+            temps = [(self._write_temp(key, data, fsync=False), self._spath(key)) for key, data in batch]
             if self.fsync:
                 os.sync()                                   # one sync for the whole batch
             for tmp, final in temps:
@@ -140,11 +148,18 @@ class CallCache:
                         del self._staged[key]
             return len(batch)
 
-    def _write_temp(self, key: str, data: bytes, *, fsync: bool) -> Path:
-        p = self.path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.parent / f".{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    def _write_temp(self, key: str, data: bytes, *, fsync: bool) -> str:
+        folder = f"{self._root}/{key[:2]}"
+        if folder not in self._dirs:
+            os.makedirs(folder, exist_ok=True)
+            self._dirs.add(folder)
+        tmp = f"{folder}/.{key}.{os.getpid()}.{self._tmp_tag}{next(self._tmp_seq)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileNotFoundError:       # the folder was removed under us
+            self._dirs.discard(folder)
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             view = memoryview(data)
             while view:
@@ -154,7 +169,10 @@ class CallCache:
                 os.fsync(fd)
         except BaseException:
             os.close(fd)
-            tmp.unlink(missing_ok=True)
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
             raise
         os.close(fd)
         return tmp

@@ -5,8 +5,13 @@
    the same concurrency (the client-side CPU ceiling of the machine). Every call is a cache miss with the
    full path (request, cache write, ``llm_calls`` row, validation).
 2. Framework overhead per call, in ms: a whole cached call (lookup + validation + row), a
-   miss minus the bare ``openai`` client on a zero-latency server, and the components
-   (cache lookup, cache write with fsync, output validation, accounting row).
+   miss minus the bare ``openai`` client on a zero-latency server, the per-miss distribution
+   (median / p95 / p99, paired with a bare call made right before it, next to the same
+   difference between two bare calls: the machine's jitter floor, and the event loop
+   thread's CPU per miss) and the components (cache lookup, cache write with fsync, output
+   validation, accounting row).
+
+The load average is printed at the start (a shared machine: run it more than once).
 
 The server runs in a separate process so that it does not compete for the GIL.
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import subprocess
 import sys
 import tempfile
@@ -65,30 +71,44 @@ def config(url: str, conc: int, cache_dir: str | None) -> LLMConfig:
                      max_concurrency=conc, cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir), **COMMIT)
 
 
-async def paired_overhead(url: str, cfg: LLMConfig, n: int, run_dir: str) -> list[float]:
-    """Seconds each layer miss takes over a bare call made right before it (same request
-    shape, 0 ms server): pairs cancel the machine's drift; the final commit at close is
-    spread over the calls."""
+async def paired_overhead(url: str, cfg: LLMConfig, n: int, run_dir: str) -> dict[str, list[float]]:
+    """Per-miss overhead samples (seconds), 0 ms server. Each round times a bare call, a layer
+    miss and a second bare call back to back: ``layer`` = miss - first bare call (pairs cancel
+    the machine's drift), ``floor`` = second bare - first bare (the same difference with no
+    layer at all: the machine's own jitter, the floor under any percentile of ``layer``),
+    ``cpu`` = the event loop thread's CPU time of the miss minus that of the first bare call
+    (work the layer adds on the calls' thread, whatever the machine's load). The final commit
+    at close is spread over the calls."""
     client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
     rf = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": Answer.model_json_schema()}}
-    diffs = []
+
+    async def bare(tag: str) -> None:
+        r = await client.chat.completions.create(model="fake-model", messages=STEP.messages(tag),
+                                                 temperature=0.8, top_p=0.95, response_format=rf)
+        Answer.model_validate_json(r.choices[0].message.content)
+
+    clock, cpu = time.perf_counter, time.thread_time
+    out: dict[str, list[float]] = {"layer": [], "floor": [], "cpu": []}
     async with LLMSession(cfg, store=run_dir) as llm:
         await llm.run(STEP, "warm-up")
-        await client.chat.completions.create(model="fake-model", messages=STEP.messages("warm"))
+        await bare("warm")
         for i in range(n):
-            t0 = time.perf_counter()
-            r = await client.chat.completions.create(model="fake-model", messages=STEP.messages(f"pb-{i}"),
-                                                     temperature=0.8, top_p=0.95, response_format=rf)
-            Answer.model_validate_json(r.choices[0].message.content)
-            t1 = time.perf_counter()
+            t0, c0 = clock(), cpu()
+            await bare(f"pb-{i}")
+            t1, c1 = clock(), cpu()
             res = await llm.run(STEP, f"pl-{i}")
-            t2 = time.perf_counter()
+            t2, c2 = clock(), cpu()
+            await bare(f"pa-{i}")
+            t3 = clock()
             assert res.ok, res.failure
-            diffs.append((t2 - t1) - (t1 - t0))
-        t3 = time.perf_counter()
-    close = time.perf_counter() - t3
+            out["layer"].append((t2 - t1) - (t1 - t0))
+            out["floor"].append((t3 - t2) - (t1 - t0))
+            out["cpu"].append((c2 - c1) - (c1 - c0))
+        t3 = clock()
+    close = clock() - t3
     await client.close()
-    return [d + close / n for d in diffs]
+    out["layer"] = [d + close / n for d in out["layer"]]
+    return out
 
 
 def pct(v: list[float], q: float) -> float:
@@ -152,8 +172,8 @@ async def bare_openai(url: str, n: int) -> float:
     return dt / n
 
 
-def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
-    out: dict[str, float] = {}
+def overhead(url0: str, n: int, tmp: str) -> dict[str, float | tuple[float, float, float]]:
+    out: dict[str, float | tuple[float, float, float]] = {}
     xs = [f"oh-{i}" for i in range(n)]
     cfg = config(url0, 1, f"{tmp}/cache-oh")
     bare = min(asyncio.run(bare_openai(url0, n)) for _ in range(2))
@@ -163,10 +183,12 @@ def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
     out["layer call, cache miss (0 ms server)"] = miss * 1e3
     out["  => framework overhead on a miss"] = (miss - bare) * 1e3
     out["layer call, cache hit (lookup+validate+row)"] = hit * 1e3
-    # distribution: each miss timed alone, against each bare call timed alone
-    diffs = asyncio.run(paired_overhead(url0, config(url0, 1, f"{tmp}/cache-ohd"), n, f"{tmp}/ohd"))
-    for q, name in ((0.5, "median"), (0.95, "p95")):
-        out[f"  => overhead per miss, {name} (paired: layer call - bare call)"] = pct(diffs, q) * 1e3
+    # distribution: each miss timed alone, against a bare call timed right before it
+    d = asyncio.run(paired_overhead(url0, config(url0, 1, f"{tmp}/cache-ohd"), n, f"{tmp}/ohd"))
+    for series, label in (("layer", "overhead per miss (layer call - bare call)"),
+                          ("floor", "floor: bare call - bare call (no layer)"),
+                          ("cpu", "loop-thread CPU per miss (layer - bare)")):
+        out[f"  => {label}"] = tuple(pct(d[series], q) * 1e3 for q in (0.5, 0.95, 0.99))
     # components
     cache = CallCache(f"{tmp}/cache-comp")
     payload = {"content": '{"answer": "x", "confidence": 1}', "refusal": None, "finish_reason": "stop",
@@ -211,6 +233,13 @@ def overhead(url0: str, n: int, tmp: str) -> dict[str, float]:
     return out
 
 
+def load_average() -> str:
+    try:
+        return "load average %.2f %.2f %.2f on %d CPUs" % (*os.getloadavg(), os.cpu_count() or 0)
+    except OSError:  # pragma: no cover - not on Linux/macOS
+        return "load average n/a"
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency-ms", type=float, default=100.0)
@@ -229,6 +258,8 @@ def main(argv: list[str] | None = None) -> None:
         COMMIT["commit_interval_ms"] = a.commit_interval_ms
     eff_cfg = LLMConfig(**COMMIT)
     latency = a.latency_ms / 1000.0
+    start_load = load_average()
+    print(f"start: {start_load}", flush=True)
     srv, url = start_server(latency)
     srv0, url0 = start_server(0.0)
     try:
@@ -247,9 +278,20 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>12.1f} {ideal:>8.1f} {eff:>9.0%} {ratio:>9.2f}")
     print("(bare client = the openai SDK alone at that concurrency: the CPU ceiling of this machine;"
           " efficiency = calls/s / ideal)")
-    print(f"\nPer-call cost in ms (n={a.n_overhead})")
+    print(f"\nPer-call cost in ms (n={a.n_overhead}; distributions: median / p95 / p99)")
     for k, v in oh.items():
-        print(f"  {k:<48} {v:>8.3f}")
+        if isinstance(v, tuple):
+            print(f"  {k:<48} {v[0]:>8.3f} {v[1]:>8.3f} {v[2]:>8.3f}")
+        else:
+            print(f"  {k:<48} {v:>8.3f}")
+    row64 = [r for r in tp if r[0] == 64] or tp[-1:]
+    if row64:
+        c, _, cps, bare, _, _, ratio = row64[0]
+        print(f"\nsummary ({start_load} at start, {load_average()} at end): ours/bare {ratio:.2f} at "
+              f"concurrency {c}; overhead per miss median / p95 / p99 "
+              + " / ".join(f"{x:.2f}" for x in oh["  => overhead per miss (layer call - bare call)"])
+              + " ms (floor " + " / ".join(f"{x:.2f}" for x in oh["  => floor: bare call - bare call (no layer)"])
+              + " ms)")
 
 
 if __name__ == "__main__":
