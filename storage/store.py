@@ -143,7 +143,7 @@ class RunStore:
 
     @contextmanager
     def table_writer(self, name: str, schema: pa.Schema | None = None,
-                     row_group_rows: int = ROW_GROUP_ROWS, row_group_bytes: int = ROW_GROUP_BYTES
+                     row_group_rows: int | None = None, row_group_bytes: int | None = None
                      ) -> Iterator["TableWriter"]:
         """Write a table batch by batch (bounded memory), with :meth:`write_table`'s guarantee:
         the rows go to a temp file that is renamed into place when the ``with`` block ends
@@ -159,7 +159,8 @@ class RunStore:
         self.ensure()
         final = self.table_path(name)
         tmp = self._p(f".{name}.parquet.tmp-{uuid.uuid4().hex}")
-        w = TableWriter(self, name, tmp, schema or SCHEMAS.get(name), row_group_rows, row_group_bytes)
+        w = TableWriter(self, name, tmp, schema or SCHEMAS.get(name), row_group_rows or ROW_GROUP_ROWS,
+                        row_group_bytes or ROW_GROUP_BYTES)
         try:
             yield w
             w.close()

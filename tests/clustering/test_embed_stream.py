@@ -1,0 +1,119 @@
+"""The embed stage streams the chunks table: the same vectors as one in-memory call for any
+batch size, the encoder sees the same blocks, a kill leaves no table and loses at most one
+block, and cache lookups decode only the row groups holding the wanted hashes."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+import clustering.embed as emb
+import clustering.stages as cst
+from clustering.embed import EmbeddingCache, embed_with_cache
+from flows.config import load_config
+from storage.records import Chunk, content_hash
+from storage.schemas import CHUNKS, table_from_rows
+from storage.store import RunStore
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _stub(calls, fail_at=None):
+    def encode(texts, model=None, batch_size=64, progress=None, device="cpu"):
+        calls.append(list(texts))
+        if fail_at is not None and len(calls) == fail_at:
+            raise KeyboardInterrupt("killed")
+        v = np.array([[sum(map(ord, t)) % 97 + 1, len(t), 3.0, 1.0] for t in texts], dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+    return encode
+
+
+def _run(tmp_path: Path, name: str, n: int = 45, dup_every: int = 7):
+    cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.cache_dir": str(tmp_path / name),
+                                               "embed.batch_size": 2, "embed.device": "cpu"})
+    store = RunStore(str(tmp_path / name / "run")).ensure()
+    texts = [f"text {i % dup_every if i % 5 == 0 else i}" for i in range(n)]   # some repeated texts
+    rows = [Chunk(f"d{i}#0", f"d{i}", 0, "", t, 0, len(t)).to_row() for i, t in enumerate(texts)]
+    store.write_table("chunks", table_from_rows(rows, CHUNKS))
+    return store, cfg, rows
+
+
+def test_any_batch_size_gives_the_same_table_and_blocks(tmp_path, monkeypatch):
+    tables = {}
+    blocks = {}
+    for rows in (1, 4, 10_000):
+        calls = []
+        monkeypatch.setattr(emb, "encode", _stub(calls))
+        store, cfg, chunk_rows = _run(tmp_path, f"b{rows}")
+        summary = cst.embed(store, cfg, batch_rows=rows)
+        tables[rows] = store.read_table("embeddings").to_pylist()
+        blocks[rows] = calls
+        assert summary["newly_embedded"] == len({r["content_hash"] for r in chunk_rows})
+    assert tables[1] == tables[4] == tables[10_000]
+    # the reference: one in-memory embed_with_cache call over every text (its blocks and vectors)
+    calls = []
+    monkeypatch.setattr(emb, "encode", _stub(calls))
+    _, _, chunk_rows = _run(tmp_path, "ref")
+    vecs, _ = embed_with_cache([r["text"] for r in chunk_rows], [r["content_hash"] for r in chunk_rows],
+                               EmbeddingCache(tmp_path / "ref-cache"), batch_size=2)
+    assert blocks[1] == blocks[4] == blocks[10_000] == calls
+    assert np.array_equal(np.stack([np.asarray(r["vector"], np.float32) for r in tables[1]]), vecs)
+    ids, read = cst.read_embeddings(RunStore(str(tmp_path / "b1" / "run")))
+    assert ids == [r["chunk_id"] for r in chunk_rows] and np.array_equal(read, vecs)
+
+
+def test_a_killed_embed_stage_leaves_no_table_and_resumes(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(emb, "encode", _stub(calls, fail_at=3))
+    store, cfg, rows = _run(tmp_path, "k")
+    with pytest.raises(KeyboardInterrupt):
+        cst.embed(store, cfg, batch_rows=4)
+    assert not store.has_table("embeddings")
+    assert not [p for p in Path(store.path).iterdir() if p.name.startswith(".")]
+    done = sum(len(c) for c in calls[:2])                      # two blocks of 16 committed before the kill
+    calls.clear()
+    monkeypatch.setattr(emb, "encode", _stub(calls))
+    summary = cst.embed(store, cfg, batch_rows=4)
+    unique = len({r["content_hash"] for r in rows})
+    assert summary["newly_embedded"] == unique - done == sum(len(c) for c in calls)
+    assert store.num_rows("embeddings") == len(rows)
+    again = cst.embed(store, cfg)
+    assert again["newly_embedded"] == 0 and again["from_cache"] == len(rows)
+
+
+def test_cache_lookup_decodes_only_the_row_groups_it_needs(tmp_path, monkeypatch):
+    monkeypatch.setattr(emb, "PART_ROW_GROUP", 10)
+    cache = EmbeddingCache(tmp_path)
+    hashes = [content_hash(str(i)) for i in range(95)]
+    vecs = np.arange(95 * 3, dtype=np.float32).reshape(95, 3)
+    parts = [cache.add("m", hashes[a:a + 19], vecs[a:a + 19]) for a in range(0, 95, 19)]
+    cache.compact("m", parts)
+    (part,) = (tmp_path / "m").glob("part-*.parquet")
+    assert pq.ParquetFile(part).metadata.num_row_groups == 10
+    extra = cache.add("m", ["f" * 64], np.ones((1, 3), np.float32))   # a second part
+    reads = []
+    real = pq.ParquetFile.read_row_group
+
+    def spy(self, i, *a, **k):
+        reads.append(i)
+        return real(self, i, *a, **k)
+    monkeypatch.setattr(pq.ParquetFile, "read_row_group", spy)
+    fresh = EmbeddingCache(tmp_path)                                  # index built from the parts on disk
+    found = fresh.lookup("m", [hashes[42], hashes[47], "0" * 63 + "x"])
+    assert set(found) == {hashes[42], hashes[47]} and np.array_equal(found[hashes[47]], vecs[47])
+    assert reads == [4]                                              # one row group of one part
+    assert fresh.contains("m", [hashes[0], "f" * 64, "nope"]).tolist() == [True, True, False]
+    assert extra is not None
+
+
+def test_cluster_texts_follow_the_embedding_order(tmp_path):
+    store = RunStore(str(tmp_path / "run")).ensure()
+    rows = [Chunk(f"d{i}#0", f"d{i}", 0, "", f"text {i}", 0, 6).to_row() for i in range(5)]
+    store.write_table("chunks", table_from_rows(rows, CHUNKS))
+    texts = cst.chunk_texts(store, ["d3#0", "d0#0", "d4#0"])
+    assert list(texts) == ["text 3", "text 0", "text 4"] and texts[1] == "text 0" and len(texts) == 3
+    assert [texts[i] for i in (2, 0)] == ["text 4", "text 3"]
+    with pytest.raises(ValueError, match="not in the chunks table"):
+        cst.chunk_texts(store, ["d1#0", "zz#0"])
