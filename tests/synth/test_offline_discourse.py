@@ -79,3 +79,22 @@ def test_clarification_of_a_term_the_previous_answer_used():
                topic="the Stasi")
     assert render(stasi, seg, SHARES, 0.2) == ("What do you mean by the Stasi?", "clarify")
     assert render(stasi, seg, SHARES, 0.95)[1] == "explicit"
+
+
+COS = [{"standalone_question": "How do I create a bucket in IBM Cloud Object Storage?",
+        "answer": "You create a bucket in the console.", "title": "",
+        "gold_text": "IBM Cloud Object Storage stores data. IBM Cloud Object Storage buckets hold objects."}]
+
+
+def test_context_phrase_is_what_the_segment_established_and_the_passage_is_about():
+    from agents.synth.offline.discourse import context_candidates, context_phrase, with_context
+    cands = context_candidates(COS)
+    assert cands[0] == "ibm cloud object storage"
+    p = {"text": "To delete an object from IBM Cloud Object Storage, open the bucket."}
+    ctx = context_phrase("How do I delete an object?", p, cands)
+    assert ctx == "IBM Cloud Object Storage"                              # as the passage writes it
+    assert with_context("How do I delete an object?", ctx) == "How do I delete an object in IBM Cloud Object Storage?"
+    assert with_context("How do I delete an object in the UI?", ctx) == \
+        "How do I delete an object in the UI for IBM Cloud Object Storage?"
+    assert context_phrase("How do I delete an object in IBM Cloud Object Storage?", p, cands) == ""   # named
+    assert context_phrase("How do I delete an object?", {"text": "Open the bucket."}, cands) == ""    # not about it

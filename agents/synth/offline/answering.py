@@ -36,7 +36,8 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     key = _key(standalone or question)
     cands = passage_questions(text, passage.get("title") or "")
     qa = next((c for c in cands if _key(c.question) == key), None) or \
-        next((c for c in cands if key.startswith(_key(c.question) + " in ")), None)   # asked in a context
+        next((c for c in cands if key.startswith((_key(c.question) + " in ", _key(c.question) + " for "))),
+             None)   # asked in a context
     if qa is not None:
         span, sentence = qa.answer, qa.sentence
     else:

@@ -138,8 +138,9 @@ def main_name(text: str) -> str:
 def with_context(question: str, focus_np: str) -> str:
     """The standalone form of a question asked inside the focus's context: the focus added as
     ``in <focus>`` ("How do I create a database?" -> "How do I create a database in IBM
-    Cloudant?")."""
-    return finish(f"{question.rstrip('?')} in {focus_np}")
+    Cloudant?"), ``for <focus>`` when the question already has an ``in`` phrase."""
+    prep = "for" if re.search(r"\bin\b", question) else "in"
+    return finish(f"{question.rstrip('?')} {prep} {focus_np}")
 
 
 def coreferable(qa: QA, topics: list[str]) -> int | None:
@@ -360,3 +361,42 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             return None
         return text
     return None
+
+
+# --- the context a follow-up leaves implicit ---------------------------------------------------------
+
+def context_candidates(segment: list[dict]) -> list[str]:
+    """Phrases the segment established as its context, most salient first (normalised): the focus,
+    the main names of the segment's gold passages (newest first), then what it mentioned
+    (:func:`history_mentions`); each with a content word (4+ letters, not a stopword)."""
+    from common.text import synthesis_stopwords
+    sw = synthesis_stopwords()
+    names = [focus(segment)] + [main_name(t.get("gold_text") or "") for t in reversed(segment)] \
+        + history_mentions(segment)
+    out: list[str] = []
+    for n in names:
+        k = norm_np(n or "")
+        if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()):
+            out.append(k)
+    return out[:24]
+
+
+def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
+    """The phrase of the segment's context that the question leaves implicit: the first candidate
+    (:func:`context_candidates`) that the question does not name (at most half of its words) and the
+    question's passage contains - a proper name or a multiword term, as the passage writes it
+    ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
+    passage about it -> "IBM Cloud Object Storage"); "" when none."""
+    qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
+    text = (passage.get("title") or "") + "\n" + passage["text"][:4000]
+    for k in candidates:
+        kw = k.split()
+        if 2 * sum(w in qw for w in kw) > len(kw) or (len(kw) == 1 and kw[0] in qw):
+            continue          # the question already names it
+        m = re.search(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, kw)) + r"(?![\w-])", text, re.IGNORECASE)
+        if not m:
+            continue
+        found = m.group(0)
+        if len(kw) >= 2 or found[:1].isupper():
+            return re.sub(r"\s+", " ", found)
+    return ""

@@ -3,10 +3,15 @@ the chosen one the way a person continues a conversation.
 
 Ranking (higher first): the generator's slot score; +1 for a passage not used as gold before;
 for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
-last answer) so conversations stay on their subject and can refer back to it; a small
+last answer), +1.5 when its passage is about the segment's context although the question does
+not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it names a phrase
+the segment mentioned, so conversations stay on their subject and can refer back to it; a small
 preference for early sentences (central content) and 7-12 word questions. Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
 question) and questions whose answer span an earlier answer already gave.
+A follow-up asked inside the segment's context leaves that context implicit (the standalone
+form adds it: "... in IBM Cloud Object Storage?"); others go through the discourse forms
+(:func:`~agents.synth.offline.discourse.render`).
 The ``attempt``-th best is asked (a rejected attempt moves to the next).
 
 Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
@@ -20,8 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from agents.synth.offline.discourse import (DiscourseShares, coreferable, focus, history_mentions, mentions_history,
-                                            render, segment_topics, with_context)
+from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
+                                            history_mentions, mentions_history, render, segment_topics, with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
@@ -57,8 +62,8 @@ def ask(x: dict) -> tuple[int, str, str]:
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
     given = [t.get("answer") or "" for t in x.get("segment") or []]
     topics = segment_topics(segment) if segment else []
-    focus_np = focus(segment) if segment else ""
     mentions = history_mentions(segment) if segment else []
+    contexts = context_candidates(segment) if segment else []
     scored = []
     for i, p in enumerate(passages):
         for qa in _cands(p["text"], p.get("title") or ""):
@@ -69,8 +74,8 @@ def ask(x: dict) -> tuple[int, str, str]:
                 rank = coreferable(qa, topics)
                 if rank is not None:
                     s += 2.5 - 0.1 * rank            # stay on the segment's focus
-                elif in_context(qa, p, focus_np):
-                    s += 1.5                         # asked inside the focus's context
+                elif context_phrase(qa.question, p, contexts):
+                    s += 1.5                         # asked inside the segment's context
                 elif mentions_history(qa.question, mentions):
                     s += 1.5                         # names something the segment mentioned
             elif qa.template:
@@ -97,28 +102,15 @@ def ask(x: dict) -> tuple[int, str, str]:
         return i + 1, qa.question, qa.question
     shares = DiscourseShares(**(x.get("discourse") or {}))
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
-    if coreferable(qa, topics) is None and in_context(qa, passages[i], focus_np):
-        standalone = with_context(qa.question, focus_np)
+    ctx = context_phrase(qa.question, passages[i], contexts) if coreferable(qa, topics) is None else ""
+    if ctx:
+        standalone = with_context(qa.question, ctx)
         if well_formed(standalone) is None:
             # the context is left implicit with the shares' probability, else asked explicitly
             implicit = u < shares.pronoun + shares.short + shares.ellipsis
             return i + 1, (qa.question if implicit else standalone), standalone
     asked, _form = render(qa, segment, shares, u)
     return i + 1, asked, qa.question
-
-
-def in_context(qa: QA, passage: dict, focus_np: str) -> bool:
-    """The question does not name the segment's focus but its passage is about it."""
-    if not focus_np:
-        return False
-    fw = [w for w in words(focus_np) if len(w) > 2 and w not in ("the",)]
-    if not fw:
-        return False
-    qw = set(words(qa.question))
-    if any(w in qw for w in fw):
-        return False
-    text = " ".join(words((passage.get("title") or "") + " " + passage["text"][:3000]))
-    return " ".join(fw) in text
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
