@@ -1,7 +1,10 @@
 """The conversation graph (LangGraph): one thread per conversation, checkpointed per node.
 
-Nodes: select evidence -> questioner -> answerer -> verifier -> global uniqueness ->
-humanizer -> commit, looping per turn. The verifier and the uniqueness checker send the turn
+Nodes: questioner (evidence selection, then the question) -> answerer -> verifier -> global
+uniqueness -> humanizer (then the turn's commit), looping per turn; a turn that fails or gives up
+goes to ``commit`` directly. Bookkeeping without an LLM call runs inside the LLM node next to it
+(selection before the questioner, the commit after the humanizer): every LLM node is still
+checkpointed, with two graph steps (and checkpoints) fewer per turn. The verifier and the uniqueness checker send the turn
 back to the questioner with their reason, at most ``max_attempts`` times; then the turn is
 recorded as failed (not dropped). A hard topic switch moves the conversation to another
 topic's cluster at a seeded turn; the first question after it is standalone and is humanized
@@ -18,6 +21,7 @@ was on and repeats no LLM call.
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Awaitable, Callable
 
 from langgraph.graph import END, START, StateGraph
@@ -25,7 +29,11 @@ from langgraph.graph import END, START, StateGraph
 from agents.synth import answerer, humanizer, questioner, turn, uniqueness, verifier
 from agents.synth.state import ConvState, GraphContext
 
-__all__ = ["ConvState", "GraphContext", "build_graph"]
+__all__ = ["ConvState", "GraphContext", "build_graph", "GRAPH_VERSION"]
+
+# the node layout: part of every checkpoint thread's key (agents.synth.run.synthesis_key), so a
+# checkpoint written by another layout is never resumed by this one
+GRAPH_VERSION = "g2-root-state-select-in-question-commit-in-humanize"
 
 
 def _after_call(state: ConvState, max_attempts: int, accepted: str) -> str:
@@ -38,39 +46,60 @@ def _after_call(state: ConvState, max_attempts: int, accepted: str) -> str:
     return accepted
 
 
-def _after_answer(state: ConvState) -> str:
+def _after_answer(state: dict) -> str:
     if state.get("turn_error"):
         return "commit"
     return "verify"            # unanswerable turns too: the verifier's novelty check
 
 
-def _after_commit(state: ConvState) -> str:
-    return END if state.get("done") else "select"
+def _after_commit(state: dict) -> str:
+    return END if state.get("done") else "question"
 
 
 def build_graph(ctx: GraphContext, checkpointer=None):
+    """The compiled graph. Its state is ONE channel holding the whole :class:`ConvState` dict
+    (``StateGraph(dict)``): each node returns the state with its update applied. LangGraph's
+    per-step work (channel updates, copies for the routers, the checkpoint) then touches one
+    channel instead of one per state key; the checkpointed values are the same dict. (Nodes and
+    routers are annotated ``dict``: LangGraph reads a TypedDict annotation of a node or a router
+    as more state channels.)"""
     def bind(fn: Callable[[GraphContext, ConvState], Awaitable[dict]]):
-        async def node(state: ConvState) -> dict:
-            return await fn(ctx, state)
+        async def node(state: dict) -> dict:
+            return {**state, **await fn(ctx, state)}
+        return node
+
+    def plain(fn: Callable[[ConvState], Any]):
+        async def node(state: dict) -> dict:
+            upd = fn(state)
+            if inspect.isawaitable(upd):
+                upd = await upd
+            return {**state, **upd}
         return node
 
     def then(accepted: str) -> Callable[[ConvState], str]:
         return lambda state: _after_call(state, ctx.cfg.max_attempts, accepted)
 
-    nodes: dict[str, Any] = {"select": bind(turn.select), "question": bind(questioner.node),
+    async def select_then_question(state: dict) -> dict:
+        state = {**state, **await turn.select(ctx, state)}
+        return {**state, **await questioner.node(ctx, state)}
+
+    async def humanize_then_commit(state: dict) -> dict:
+        state = {**state, **await humanizer.node(ctx, state)}
+        return {**state, **await turn.commit(state)}
+
+    nodes: dict[str, Any] = {"question": select_then_question,
                              "answer": bind(answerer.node), "verify": bind(verifier.node),
-                             "unique": bind(uniqueness.node), "humanize": bind(humanizer.node),
-                             "commit": turn.commit, "retry": turn.next_attempt}
-    g = StateGraph(ConvState)
+                             "unique": bind(uniqueness.node), "humanize": humanize_then_commit,
+                             "commit": plain(turn.commit), "retry": plain(turn.next_attempt)}
+    g = StateGraph(dict)
     for name, fn in nodes.items():
         g.add_node(name, fn)
-    g.add_edge(START, "select")
-    g.add_edge("select", "question")
+    g.add_edge(START, "question")
     g.add_conditional_edges("question", then("answer"), {"answer": "answer", "retry": "retry", "commit": "commit"})
     g.add_conditional_edges("answer", _after_answer, {"verify": "verify", "unique": "unique", "commit": "commit"})
     g.add_conditional_edges("verify", then("unique"), {"unique": "unique", "retry": "retry", "commit": "commit"})
     g.add_conditional_edges("unique", then("humanize"), {"humanize": "humanize", "retry": "retry", "commit": "commit"})
-    g.add_edge("humanize", "commit")
-    g.add_edge("retry", "select")
-    g.add_conditional_edges("commit", _after_commit, {"select": "select", END: END})
+    g.add_edge("retry", "question")
+    g.add_conditional_edges("humanize", _after_commit, {"question": "question", END: END})
+    g.add_conditional_edges("commit", _after_commit, {"question": "question", END: END})
     return g.compile(checkpointer=checkpointer)

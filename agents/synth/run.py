@@ -142,8 +142,8 @@ _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_sh
 
 def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
     """A hash of what shapes every conversation besides its plan: the synthesis settings, each
-    agent's prompt version and resolved backend / model / sampling, and the corpus texts
-    (the uniqueness check searches the whole corpus)."""
+    agent's prompt version and resolved backend / model / sampling, the corpus texts
+    (the uniqueness check searches the whole corpus) and the graph's node layout."""
     from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
     agents: dict[str, Any] = {}
     modules = (questioner, answerer, verifier, uniqueness, humanizer)
@@ -159,7 +159,9 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
     for cid in sorted(corpus):
         h.update(f"{cid}\x00{corpus[cid].get('text', '')}\x00".encode())
     shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
-    blob = json.dumps({"synth": shaping, "agents": agents, "corpus": h.hexdigest()}, sort_keys=True)
+    from agents.synth.graph import GRAPH_VERSION
+    blob = json.dumps({"synth": shaping, "agents": agents, "corpus": h.hexdigest(), "graph": GRAPH_VERSION},
+                      sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -184,17 +186,18 @@ def thread_id(plan: ConvPlan, key: str) -> str:
 
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
+    from agents.synth.checkpoint import GroupCommitSqliteSaver
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
     key = synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
-    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
+    async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg), checkpointer=saver)
         sem = asyncio.Semaphore(cfg.concurrency)
         stop = asyncio.Event()
+        # every conversation's checkpoint before any runs (a later read would queue behind the writes)
+        snaps = {p.conv_id: await graph.aget_state({"configurable": {"thread_id": thread_id(p, key)}}) for p in plans}
 
         async def one(plan: ConvPlan) -> None:
             nonlocal stopped
@@ -202,7 +205,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
             async with sem:
                 if stop.is_set():
                     return
-                snap = await graph.aget_state(conf)
+                snap = snaps[plan.conv_id]
                 try:
                     if snap.values and snap.values.get("done"):
                         pass
