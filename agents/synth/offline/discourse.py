@@ -384,7 +384,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
 def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     """The phrase of the segment's context that the question leaves implicit: the first candidate
     (:func:`context_candidates`) that the question does not name (at most half of its words) and the
-    question's passage contains - a proper name or a multiword term, as the passage writes it
+    question's passage contains - a name (:func:`_names_something`), as the passage writes it
     ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
     passage about it -> "IBM Cloud Object Storage"); "" when none."""
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
@@ -396,7 +396,23 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
         m = re.search(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, kw)) + r"(?![\w-])", text, re.IGNORECASE)
         if not m:
             continue
-        found = m.group(0)
-        if len(kw) >= 2 or found[:1].isupper():
-            return re.sub(r"\s+", " ", found)
+        found = re.sub(r"\s+", " ", m.group(0))
+        if _names_something(found, text):
+            return found
     return ""
+
+
+_NOTICE = {"important", "note", "notes", "warning", "tip", "caution", "attention", "example", "examples",
+           "overview", "step", "steps", "procedure", "lesson", "optional", "required"}
+
+
+def _names_something(found: str, text: str) -> bool:
+    """A name worth carrying as context: a capitalised word that is not a notice label
+    ("IMPORTANT", "Note") and, for a single word, written capitalised inside a sentence of the
+    passage, not only at a line or sentence start ("Swift", "Kubernetes")."""
+    ws = found.split()
+    if not any(w[:1].isupper() and w.lower() not in _NOTICE for w in ws):
+        return False
+    if len(ws) >= 2:
+        return True
+    return re.search(r"[a-z,;] " + re.escape(found) + r"\b", text) is not None

@@ -103,14 +103,15 @@ def ask(x: dict) -> tuple[int, str, str]:
     shares = DiscourseShares(**(x.get("discourse") or {}))
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
     ctx = context_phrase(qa.question, passages[i], contexts) if coreferable(qa, topics) is None else ""
-    if ctx:
-        standalone = with_context(qa.question, ctx)
-        if well_formed(standalone) is None:
-            # the context is left implicit with the shares' probability, else asked explicitly
-            implicit = u < shares.pronoun + shares.short + shares.ellipsis
-            return i + 1, (qa.question if implicit else standalone), standalone
-    asked, _form = render(qa, segment, shares, u)
-    return i + 1, asked, qa.question
+    standalone = with_context(qa.question, ctx) if ctx else qa.question
+    if well_formed(standalone) is not None:
+        standalone = qa.question
+    asked, form = render(qa, segment, shares, u)
+    if form == "explicit" and standalone != qa.question:
+        # the context is left implicit with the shares' probability, else asked explicitly
+        implicit = u < shares.pronoun + shares.short + shares.ellipsis
+        asked = qa.question if implicit else standalone
+    return i + 1, asked, standalone
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
