@@ -24,6 +24,8 @@ def test_detokenize_undoes_tokenised_spacing():
     ("Who built the wall in the?", "ends in"),
     ("When did it?", "words"),
     ("How do I getting started with object lock?", "base-form"),
+    ("What do Knowledge Studio choose?", "agreement"),
+    ("How does the users log in?", "agreement"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")

@@ -715,7 +715,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     conversation, which may lean on the history with a pronoun or ellipsis: 2-16).
     Parser: the question parses as an interrogative (wh-word or auxiliary first, or an
     elliptical ``And ...?``/``What about ...?`` follow-up), has a verb (or is elliptical), uses
-    no subject pronoun as an object (or the reverse), has no stray capitalised function word and
+    no subject pronoun as an object (or the reverse), agrees in number after do-support
+    ("What do Knowledge Studio choose?" is rejected), has no stray capitalised function word and
     does not end in a determiner, a conjunction or a dangling preposition of a non-wh question.
     """
     q = question.strip()
@@ -761,6 +762,16 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"
+    for t in toks:
+        # do-support agreement: "What do Knowledge Studio choose?", "How does the users log in?"
+        if t.lower_ in ("do", "does") and t.dep_ == "aux":
+            subj = next((c for c in t.head.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+            if subj is None or subj.lower_ in ("i", "you", "we", "they", "it", "he", "she", "who", "what", "which"):
+                continue
+            if subj.tag_ in ("NN", "NNP") and t.lower_ == "do" and not any(c.dep_ == "cc" for c in subj.children):
+                return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
+            if subj.tag_ in ("NNS", "NNPS") and t.lower_ == "does" and subj.pos_ != "PROPN":
+                return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
         return f"ends in {last.text!r}"
