@@ -1,6 +1,9 @@
-"""Prefect flow ``synthesize``: plan -> batches of conversations (a task per batch) -> tables + exports.
+"""Prefect flow ``synthesize``: plan + uniqueness index -> batches of conversations (a task per batch) -> tables + exports.
 
-Orchestration only (logic: ``agents.synth.run``, ``storage.exports``). Batches run one
+Orchestration only (logic: ``agents.synth.run``, ``storage.exports``). The conversations are
+planned, the synthesis key computed and the uniqueness index built (or opened) once per run,
+in one task; each batch gets its plans and the key, and opens the corpus and the persisted,
+memory-mapped index once per process (shared by every batch). Batches run one
 after another, each with ``synth.concurrency`` conversations in flight and the LLM layer's
 own limits; a progress artifact shows conversations done / total, LLM calls, tokens and
 cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
@@ -35,14 +38,28 @@ def llm_config_for(cfg: MTRConfig):
     return llm
 
 
-def _context(run_dir: str, cfg: MTRConfig):
-    from agents.synth.run import corpus_searcher, load_plan_inputs, plan_conversations
+def _searcher(store: RunStore, corpus: dict, cfg: MTRConfig, corpus_sha: str):
+    from agents.synth.run import corpus_searcher
     from clustering.stages import default_cache_dir
+    return corpus_searcher(store, corpus, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)),
+                           corpus_sha=corpus_sha)
+
+
+@task(name="synthesis-plan-and-index", cache_policy=NO_CACHE, tags=["mtr", "stage:synthesize"])
+def prepare_task(run_dir: str, config: dict) -> dict:
+    """Once per run: the conversation plans, the synthesis key and the uniqueness index (built
+    and persisted under ``<run>/cache/uniqueness`` the first time, opened memory-mapped after)."""
+    from dataclasses import asdict
+
+    from agents.synth.run import corpus_hash, load_plan_inputs, plan_conversations, synthesis_key
+    cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     clusters, cvecs, corpus = load_plan_inputs(store)
     plans = plan_conversations(clusters, cvecs, cfg.synth)
-    search = corpus_searcher(store, corpus, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)))
-    return store, plans, corpus, search
+    sha = corpus_hash(corpus)
+    _searcher(store, corpus, cfg, sha)
+    return {"plans": [asdict(p) for p in plans], "corpus_sha": sha,
+            "key": synthesis_key(corpus, llm_config_for(cfg), cfg.synth, corpus_sha=sha)}
 
 
 def _batch_name() -> str:
@@ -61,14 +78,19 @@ def llm_slot(cfg: MTRConfig):
 
 
 @task(name="synthesize-batch", cache_policy=NO_CACHE, task_run_name=_batch_name, tags=["mtr", "stage:synthesize"])
-def synth_batch(run_dir: str, config: dict, conv_ids: list[str], index: int) -> dict:
-    from agents.synth.run import synthesize_batch
+def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_sha: str, total: int,
+                index: int) -> dict:
+    """One batch of the plans made by :func:`prepare_task` (the corpus and the persisted
+    uniqueness index are opened once per process and shared by the batches)."""
+    from agents.synth.run import ConvPlan, load_corpus, synthesize_batch
     cfg = MTRConfig.model_validate(config)
-    store, plans, corpus, search = _context(run_dir, cfg)
-    chosen = [p for p in plans if p.conv_id in set(conv_ids)]
+    store = RunStore(run_dir)
+    corpus = load_corpus(store)
+    search = _searcher(store, corpus, cfg, corpus_sha)
+    chosen = [ConvPlan.from_dict(p) for p in plans]
     with llm_slot(cfg):
         out = synthesize_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
-                               progress=lambda n: report("synthesize", n, len(plans)))
+                               progress=lambda n: report("synthesize", n, total), key=key)
     done = sum(1 for s in out["states"].values() if s.get("done"))
     return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
 
@@ -96,13 +118,13 @@ def card_sections(store, synth_cfg) -> list[str]:
 
 
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
-def assemble_task(run_dir: str, config: dict) -> dict:
-    from agents.synth.run import assemble, read_states, synthesis_key
+def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str) -> dict:
+    from agents.synth.run import ConvPlan, assemble, read_states
     from storage.exports import export_benchmark
     cfg = MTRConfig.model_validate(config)
-    store, plans, corpus, _ = _context(run_dir, cfg)
-    key = synthesis_key(corpus, llm_config_for(cfg), cfg.synth)     # the batches' checkpoints, no older ones
-    summary = assemble(store, plans, read_states(store, plans, key), cfg.synth)
+    store = RunStore(run_dir)
+    chosen = [ConvPlan.from_dict(p) for p in plans]
+    summary = assemble(store, chosen, read_states(store, chosen, key), cfg.synth)   # the batches' checkpoints only
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
                            hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts,
                            human_cost_source=cfg.synth.human_cost_source,
@@ -114,10 +136,11 @@ def assemble_task(run_dir: str, config: dict) -> dict:
 def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
     logger = get_run_logger()
     cfg = MTRConfig.model_validate(config)
-    _, plans, _, _ = _context(run_dir, cfg)
-    ids = [p.conv_id for p in plans]
+    prep = prepare_task(run_dir=run_dir, config=config)      # plans, key and uniqueness index: once per run
+    plans = prep["plans"]
+    ids = [p["conv_id"] for p in plans]
     bs = cfg.synth.batch_size
-    batches = [ids[i:i + bs] for i in range(0, len(ids), bs)]
+    batches = [plans[i:i + bs] for i in range(0, len(plans), bs)]
     progress_id = None
     try:
         progress_id = create_progress_artifact(progress=0.0, description="conversations done / total")
@@ -125,7 +148,8 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
         pass
     done, stopped, totals = 0, None, {}
     for i, batch in enumerate(batches):
-        r = synth_batch(run_dir=run_dir, config=config, conv_ids=batch, index=i)
+        r = synth_batch(run_dir=run_dir, config=config, plans=batch, key=prep["key"], corpus_sha=prep["corpus_sha"],
+                        total=len(ids), index=i)
         done += r["done"]
         totals = r["llm_totals"] or totals
         calls = sum(v.get("calls", 0) for v in totals.values())
@@ -149,7 +173,7 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
             stopped = r["stopped"]
             logger.warning("stopping: %s", stopped)
             break
-    res = assemble_task(run_dir=run_dir, config=config)
+    res = assemble_task(run_dir=run_dir, config=config, plans=plans, key=prep["key"])
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
     try:
         create_markdown_artifact(key=f"synth-{slug(run_name, 50)}",

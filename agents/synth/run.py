@@ -44,6 +44,12 @@ class ConvPlan:
     switch_pool: tuple[str, ...]
     unanswerable_turns: tuple[int, ...]
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "ConvPlan":
+        """The plan from :func:`dataclasses.asdict` output (e.g. a Prefect task parameter)."""
+        tuples = ("pool", "switch_pool", "unanswerable_turns")
+        return cls(**{k: tuple(v) if k in tuples else v for k, v in d.items()})
+
     def initial_state(self) -> dict:
         return {"conv_id": self.conv_id, "seed": self.seed, "n_turns": self.n_turns, "turn": 1,
                 "pool": list(self.pool), "cluster_id": self.cluster_id, "topic_id": self.topic_id,
@@ -111,22 +117,75 @@ def load_plan_inputs(store: RunStore) -> tuple[list[dict], dict[int, np.ndarray]
     for c, m in members.items():
         v = vecs[m].mean(axis=0)
         cvecs[c] = v / (np.linalg.norm(v) or 1.0)
-    corpus = {r["chunk_id"]: r for r in store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()}
-    return clusters, cvecs, corpus
+    return clusters, cvecs, load_corpus(store)
 
 
-_RETRIEVERS: dict[tuple, Any] = {}
+_CORPORA: dict[tuple, dict[str, dict]] = {}
 
 
-def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_dir: str | None) -> Callable[[str, int], list[str]]:
-    """The whole-corpus retriever of the uniqueness check (built once per process and run)."""
-    from retrieval import indexed_retriever
-    key = (store.path, kind, len(corpus))
-    if key not in _RETRIEVERS:
-        bm25_dir = str(store.local_dir("cache", "bm25"))
-        _RETRIEVERS[key] = indexed_retriever(kind, [(cid, c["text"]) for cid, c in corpus.items()],
-                                             index_dir=bm25_dir, cache_dir=cache_dir)
-    retriever = _RETRIEVERS[key]
+def load_corpus(store: RunStore) -> dict[str, dict]:
+    """``chunk_id -> {chunk_id, doc_id, title, text}`` of the run's chunks, read once per process
+    while the chunks table's files are unchanged (the synthesis batches of a run share it)."""
+    ident = (store.path, tuple((i.path, i.size, i.mtime_ns) for i in store.fs.get_file_info(store.table_files("chunks"))))
+    corpus = _CORPORA.get(ident)
+    if corpus is None:
+        rows = store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()
+        corpus = {r["chunk_id"]: r for r in rows}
+        for k in [k for k in _CORPORA if k[0] == store.path]:
+            del _CORPORA[k]                   # one corpus per run in memory
+        _CORPORA[ident] = corpus
+    return corpus
+
+
+def corpus_hash(corpus: dict[str, dict]) -> str:
+    """sha256 over every chunk id and text (the corpus part of :func:`synthesis_key` and of the
+    uniqueness index's key)."""
+    h = hashlib.sha256()
+    for cid in sorted(corpus):
+        h.update(f"{cid}\x00{corpus[cid].get('text', '')}\x00".encode())
+    return h.hexdigest()
+
+
+def run_vectors(store: RunStore, ids: list[str], corpus: dict[str, dict], model: str | None = None) -> np.ndarray | None:
+    """The run's chunk embeddings in ``ids`` order when they are ``model``'s vectors of exactly
+    these texts (model id and content hash of every chunk match), else None (then the dense
+    index encodes through the embedding cache, as before)."""
+    from clustering.embed import model_id
+    from clustering.stages import vectors_of
+    from storage.records import content_hash
+    if not store.has_table("embeddings"):
+        return None
+    t = store.read_table("embeddings", columns=["chunk_id", "content_hash", "model_id", "vector"])
+    if len(t) == 0 or set(t.column("model_id").unique().to_pylist()) != {model_id(model)}:
+        return None
+    row = {cid: i for i, cid in enumerate(t.column("chunk_id").to_pylist())}
+    hashes = t.column("content_hash").to_pylist()
+    try:
+        order = np.fromiter((row[c] for c in ids), dtype=np.int64, count=len(ids))
+    except KeyError:
+        return None
+    if any(hashes[i] != content_hash(corpus[c]["text"]) for i, c in zip(order.tolist(), ids)):
+        return None
+    return np.ascontiguousarray(vectors_of(t.column("vector"))[order], dtype=np.float32)
+
+
+def uniqueness_retriever(store: RunStore, corpus: dict[str, dict], kind: str, cache_dir: str | None,
+                         corpus_sha: str | None = None):
+    """The uniqueness check's whole-corpus retriever: built once per run and corpus, persisted
+    under ``<run>/cache/uniqueness`` and opened memory-mapped by every batch
+    (:mod:`retrieval.corpus_index`); the dense part indexes the run's own chunk embeddings when
+    they are the dense model's."""
+    from retrieval.corpus_index import persisted_retriever
+    ids = list(corpus)
+    texts = [corpus[c]["text"] for c in ids]
+    return persisted_retriever(kind, store.local_dir("cache", "uniqueness"), corpus_sha or corpus_hash(corpus),
+                               ids, texts, vectors=lambda: run_vectors(store, ids, corpus), cache_dir=cache_dir)
+
+
+def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_dir: str | None,
+                    corpus_sha: str | None = None) -> Callable[[str, int], list[str]]:
+    """``search(query, k) -> top-k chunk ids`` of the uniqueness check (see :func:`uniqueness_retriever`)."""
+    retriever = uniqueness_retriever(store, corpus, kind, cache_dir, corpus_sha)
 
     def search(query: str, k: int) -> list[str]:
         run = retriever.search({"q": query}, k=k).get("q", {})
@@ -140,7 +199,7 @@ _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_sh
                           "human_hourly_usd", "human_cost_source"})
 
 
-def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
+def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha: str | None = None) -> str:
     """A hash of what shapes every conversation besides its plan: the synthesis settings, each
     agent's prompt version and resolved backend / model / sampling, the corpus texts
     (the uniqueness check searches the whole corpus) and the graph's node layout."""
@@ -155,13 +214,10 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig) -> str:
                 agents[step.name].append(offline_code_hash())
         except Exception as exc:  # noqa: BLE001 - an unresolvable role fails later, with its own message
             agents[step.name] = [step.prompt_version, f"unresolved: {type(exc).__name__}"]
-    h = hashlib.sha256()
-    for cid in sorted(corpus):
-        h.update(f"{cid}\x00{corpus[cid].get('text', '')}\x00".encode())
     shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
     from agents.synth.graph import GRAPH_VERSION
-    blob = json.dumps({"synth": shaping, "agents": agents, "corpus": h.hexdigest(), "graph": GRAPH_VERSION},
-                      sort_keys=True)
+    blob = json.dumps({"synth": shaping, "agents": agents, "corpus": corpus_sha or corpus_hash(corpus),
+                       "graph": GRAPH_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -185,12 +241,13 @@ def thread_id(plan: ConvPlan, key: str) -> str:
 
 
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
-                           search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+                           search, progress: Callable[[int], None] | None = None,
+                           key: str | None = None) -> dict[str, Any]:
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
     from agents.synth.checkpoint import GroupCommitSqliteSaver
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
-    key = synthesis_key(corpus, llm_cfg, cfg)
+    key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg), checkpointer=saver)
@@ -231,10 +288,11 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
 
 
 def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
-                     search, progress: Callable[[int], None] | None = None) -> dict[str, Any]:
+                     search, progress: Callable[[int], None] | None = None, key: str | None = None) -> dict[str, Any]:
     """Run ``plans`` through the conversation graph (resuming checkpointed ones); returns the
-    conversations' states, the budget stop reason (or None) and the LLM totals per role."""
-    return asyncio.run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress))
+    conversations' states, the budget stop reason (or None) and the LLM totals per role.
+    ``key``: the run's :func:`synthesis_key` when the caller computed it once for all batches."""
+    return asyncio.run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress, key))
 
 
 def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:

@@ -16,6 +16,9 @@ become extra positives.
 """
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE, quote_passage
@@ -81,11 +84,26 @@ def decide(cfg: SynthConfig, unanswerable: bool, answering: list[dict], failed: 
 
 STEP = UniquenessJudge()
 
+# a search over a corpus this large runs in a worker thread (one: searches stay sequential, as
+# in the event loop), so the loop keeps serving the other conversations' LLM calls meanwhile
+THREAD_SEARCH_MIN_DOCS = 20_000
+_SEARCH_POOL: ThreadPoolExecutor | None = None
+
+
+async def search(ctx: GraphContext, query: str, k: int) -> list[str]:
+    """``ctx.search(query, k)``, off the event loop for a large corpus (same result either way)."""
+    global _SEARCH_POOL
+    if len(ctx.corpus) < THREAD_SEARCH_MIN_DOCS:
+        return ctx.search(query, k)
+    if _SEARCH_POOL is None:
+        _SEARCH_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="uniqueness-search")
+    return await asyncio.get_running_loop().run_in_executor(_SEARCH_POOL, ctx.search, query, k)
+
 
 async def node(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
     gold = cand["gold"]
-    hits = [c for c in ctx.search(cand["standalone_question"], ctx.cfg.uniqueness_k) if c != gold]
+    hits = [c for c in await search(ctx, cand["standalone_question"], ctx.cfg.uniqueness_k) if c != gold]
     if not hits:
         return {"extra": [], "cand": {**cand, "uniqueness_judged": 0, "uniqueness_failed": 0}}
     xs = [{"question": cand["standalone_question"], "answer": "" if cand["unanswerable"] else state["answer"],
