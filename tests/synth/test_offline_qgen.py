@@ -25,6 +25,7 @@ def test_detokenize_undoes_tokenised_spacing():
     ("When did it?", "words"),
     ("How do I getting started with object lock?", "base-form"),
     ("What do Knowledge Studio choose?", "agreement"),
+    ("What is IBM Cloudant IBM Cloudant?", "repeated phrase"),
     ("How does the users log in?", "agreement"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):

@@ -367,14 +367,19 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
 
 def context_candidates(segment: list[dict]) -> list[str]:
     """Phrases the segment established as its context, most salient first (normalised): the focus,
-    the main names of the segment's gold passages (newest first), then what it mentioned
-    (:func:`history_mentions`); each with a content word (4+ letters, not a stopword)."""
+    the main names of the segment's gold passages (newest first), then the multiword proper names
+    its questions asked about; each with a content word (4+ letters, not a stopword). Names that
+    only the answers mention (example data, UI labels) are not context."""
     from common.text import synthesis_stopwords
     sw = synthesis_stopwords()
-    names = [focus(segment)] + [main_name(t.get("gold_text") or "") for t in reversed(segment)] \
-        + history_mentions(segment)
+    salient = [focus(segment)] + [main_name(t.get("gold_text") or "") for t in reversed(segment)]
+    asked = []
+    for t in reversed(segment):       # proper names the user asked about (multiword: single words are often UI labels)
+        for c in parse(t.get("standalone_question") or t.get("question") or "").noun_chunks:
+            if any(x.pos_ == "PROPN" for x in c) and len(norm_np(c.text).split()) >= 2:
+                asked.append(c.text)
     out: list[str] = []
-    for n in names:
+    for n in salient + asked:
         k = norm_np(n or "")
         if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()):
             out.append(k)

@@ -686,8 +686,9 @@ def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
         if len(root) != 1 or root[0].pos_ not in ("NOUN", "PROPN") or any(t.pos_ in ("VERB", "AUX", "PRON")
                                                                            for t in doc):
             continue
-        if any(t.is_punct and t.text not in "-/&" for t in doc) or any(t.like_num for t in doc):
-            continue
+        if any(t.is_punct and t.text not in "-/&" for t in doc) or any(t.like_num for t in doc) \
+                or any(t.tag_ == "VBG" or t.lower_.endswith("ing") for t in doc[:1]):
+            continue          # "Accessing Container Registry" is a task heading, not a thing
         head = root[0]
         ans = _section(lines, i)
         if not ans or head.lemma_.lower() not in {t.lemma_.lower() for t in parse(ans)}:
@@ -738,6 +739,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     low = [w.lower().strip(",") for w in words]
     if any(a == b for a, b in zip(low, low[1:])):
         return "a repeated word"
+    if re.search(r"\b(\w+(?: \w+)+) \1\b", " ".join(low)):
+        return "a repeated phrase"
     doc = parse(q)
     toks = [t for t in doc if not t.is_punct]
     first = toks[0].lower_ if toks else ""

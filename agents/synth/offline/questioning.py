@@ -9,9 +9,10 @@ the segment mentioned, so conversations stay on their subject and can refer back
 preference for early sentences (central content) and 7-12 word questions. Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
 question) and questions whose answer span an earlier answer already gave.
-A follow-up asked inside the segment's context leaves that context implicit (the standalone
-form adds it: "... in IBM Cloud Object Storage?"); others go through the discourse forms
-(:func:`~agents.synth.offline.discourse.render`).
+Follow-ups go through the discourse forms (:func:`~agents.synth.offline.discourse.render`);
+one asked inside the segment's context that no form applies to refers to the context with a
+pronoun ("How do I delete a bucket in it?") or leaves it implicit, by the shares; the standalone
+form names it ("... in IBM Cloud Object Storage?").
 The ``attempt``-th best is asked (a rejected attempt moves to the next).
 
 Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
@@ -74,10 +75,11 @@ def ask(x: dict) -> tuple[int, str, str]:
                 rank = coreferable(qa, topics)
                 if rank is not None:
                     s += 2.5 - 0.1 * rank            # stay on the segment's focus
-                elif context_phrase(qa.question, p, contexts):
-                    s += 1.5                         # asked inside the segment's context
-                elif mentions_history(qa.question, mentions):
-                    s += 1.5                         # names something the segment mentioned
+                else:
+                    if mentions_history(qa.question, mentions):
+                        s += 1.5                     # names something the segment mentioned
+                    if context_phrase(qa.question, p, contexts):
+                        s += 1.2                     # asked inside the segment's context
             elif qa.template:
                 s += 0.3                         # an opening question with a topic to come back to
             n = len(qa.question.split())
@@ -108,9 +110,15 @@ def ask(x: dict) -> tuple[int, str, str]:
         standalone = qa.question
     asked, form = render(qa, segment, shares, u)
     if form == "explicit" and standalone != qa.question:
-        # the context is left implicit with the shares' probability, else asked explicitly
-        implicit = u < shares.pronoun + shares.short + shares.ellipsis
-        asked = qa.question if implicit else standalone
+        # the context is referred to with a pronoun ("... in it?") or left implicit with the
+        # shares' probabilities, else asked explicitly
+        if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and \
+                well_formed(with_context(qa.question, "it"), followup=True) is None:
+            asked = with_context(qa.question, "it")
+        elif u < shares.pronoun + shares.short + shares.ellipsis:
+            asked = qa.question
+        else:
+            asked = standalone
     return i + 1, asked, standalone
 
 
