@@ -86,8 +86,14 @@ def clean_passage(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def passage_doc(text: str):
-    """The parsed ``Doc`` of a cleaned passage."""
-    return parse(clean_passage(text))
+    """The parsed ``Doc`` of a cleaned passage, each line parsed on its own (a title or heading
+    line never merges into the sentence after it) and joined with line breaks."""
+    from spacy.tokens import Doc
+    lines = clean_passage(text).split("\n")
+    docs = list(nlp().pipe(lines))
+    if len(docs) == 1:
+        return docs[0]
+    return Doc.from_docs([d for d in docs if len(d)], ensure_whitespace=True)
 
 
 def sentence_spans(text: str) -> list:

@@ -177,7 +177,7 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
     if not opts:
         _, q, _ = _fallback({**x, "used_gold": []})
         return 0, q, q
-    opts.sort()
+    opts.sort(key=lambda o: o[:4])
     k = min(x.get("attempt", 0), len(opts) - 1)
     head = opts[: max(1, min(len(opts), 4))]
     pick = head[(seed_int(*(p["doc_id"] for p in passages)) + k) % len(head)] if k < len(head) else opts[k]
