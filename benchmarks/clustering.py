@@ -4,7 +4,8 @@ Synthetic normalised 384-d vectors around 1 centre per 200 points (generated in 
 blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
 (``resource.getrusage``), data included. Printed per size:
 
-* kNN / greedy / topics seconds with the pipeline's defaults (exact kNN up to
+* kNN / greedy / topics wall seconds and CPU seconds (user + system of the child, all
+  threads) and the 1-minute load average, with the pipeline's defaults (exact kNN up to
   ``cluster.exact_max``, FAISS IVF above; topics on a sample above ``topics.sample_size``);
 * recall@10 of the kNN graph against exact search for 1,000 sampled queries;
 * with ``--exact-compare`` (sizes where exact kNN is affordable): greedy clusters from the
@@ -12,8 +13,9 @@ blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
   of exactly C members, plus the exact kNN time (the peer, same data, same run);
 * ``--sklearn-peer``: sklearn NearestNeighbors(brute, cosine) at <= 50k.
 
-``--topics-ari N [N ...]``: ARI of sampled topics (default ``topics.sample_size``) against
-full HDBSCAN on the same data (full HDBSCAN is quadratic: keep N <= 50k).
+``--topics-ari N [N ...]``: ARI of sampled topics (sample ``--topics-sample``, default 20,000 =
+``topics.sample_size``) against full HDBSCAN on the same data (full HDBSCAN is quadratic: keep
+N <= 50k), wall and CPU seconds of both.
 
     python benchmarks/clustering.py --sizes 100000 300000 1000000 --exact-compare-max 100000
     python benchmarks/clustering.py --topics-ari 30000 50000
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -33,6 +36,25 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_s() -> float:
+    """User + system CPU seconds of this process, all threads (the machine is shared: wall
+    seconds depend on the load, CPU seconds much less)."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Timer:
+    """Wall and CPU seconds of a block, plus the 1-minute load average at its end."""
+
+    def __enter__(self):
+        self.t0, self.c0 = time.perf_counter(), cpu_s()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.t0, cpu_s() - self.c0
+        self.load = os.getloadavg()[0]
 
 
 def data(n: int, d: int = 384, seed: int = 0, hard: bool = False):
@@ -76,19 +98,23 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -
     x = data(n)
     out: dict = {"n": n, "data_peak_mb": peak_mb()}
     cc = ClusterConfig(k=k)
-    t0 = time.perf_counter()
-    g = build_knn(x, k=k, exact_max=cc.exact_max, nlist=cc.nlist, nprobe=cc.nprobe, seed=0, device="cpu")
-    out.update(knn_s=time.perf_counter() - t0, method=g.method, params=g.params)
-    t0 = time.perf_counter()
-    res = greedy_clusters(g.neighbors, size=8, seed=0, vectors=x)
-    out["greedy_s"] = time.perf_counter() - t0
+    loads = [os.getloadavg()[0]]
+    with Timer() as t:
+        g = build_knn(x, k=k, exact_max=cc.exact_max, nlist=cc.nlist, nprobe=cc.nprobe, seed=0, device="cpu")
+    out.update(knn_s=t.wall, knn_cpu=t.cpu, method=g.method, params=g.params)
+    loads.append(t.load)
+    with Timer() as t:
+        res = greedy_clusters(g.neighbors, size=8, seed=0, vectors=x)
+    out.update(greedy_s=t.wall, greedy_cpu=t.cpu)
+    loads.append(t.load)
     sizes = res.sizes()
     out.update(clusters=len(res.clusters), at_c=float((sizes == 8).mean()), intra=intra(res.clusters, x))
     if topics:
-        t0 = time.perf_counter()
-        tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
-        out.update(topics_s=time.perf_counter() - t0, topics=len([t for t in tr.sizes if t >= 0]))
-    out["peak_mb"] = peak_mb()
+        with Timer() as t:
+            tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
+        out.update(topics_s=t.wall, topics_cpu=t.cpu, topics=len([t for t in tr.sizes if t >= 0]))
+        loads.append(t.load)
+    out.update(peak_mb=peak_mb(), load_min=min(loads), load_max=max(loads))
     # recall@10 against exact search on 1,000 sampled queries
     rng = np.random.default_rng(1)
     q = rng.choice(n, min(n, 1000), replace=False)
@@ -100,9 +126,9 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -
     out["recall10"] = float(np.mean([len(set(g.neighbors[i][:10].tolist()) & set(e.tolist())) / 10
                                      for i, e in zip(q, ex)]))
     if exact_compare and g.method != "exact":
-        t0 = time.perf_counter()
-        exact, _ = knn(x, k=k)
-        out["exact_knn_s"] = time.perf_counter() - t0
+        with Timer() as t:
+            exact, _ = knn(x, k=k)
+        out.update(exact_knn_s=t.wall, exact_knn_cpu=t.cpu)
         rex = greedy_clusters(exact, size=8, seed=0, vectors=x)
         out.update(exact_intra=intra(rex.clusters, x), exact_at_c=float((rex.sizes() == 8).mean()))
     if sklearn_peer and n <= 50000:
@@ -113,22 +139,21 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -
     return out
 
 
-def topics_ari(n: int) -> dict:
+def topics_ari(n: int, sample: int = 20000) -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
     from sklearn.metrics import adjusted_rand_score
 
     from clustering.topics import TopicConfig, fit_topics
     x = data(n, hard=True)
-    t0 = time.perf_counter()
-    full = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15, sample_size=n))
-    t_full = time.perf_counter() - t0
-    cfg = TopicConfig(min_cluster_size=15)
-    t0 = time.perf_counter()
-    samp = fit_topics(x, [""] * n, cfg)
-    t_samp = time.perf_counter() - t0
+    with Timer() as tf:
+        full = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15, sample_size=n))
+    cfg = TopicConfig(min_cluster_size=15, sample_size=sample)
+    with Timer() as ts:
+        samp = fit_topics(x, [""] * n, cfg)
     both = (full.labels >= 0) & (samp.labels >= 0)
-    return {"n": n, "sample": min(n, cfg.sample_size), "full_s": t_full, "sampled_s": t_samp,
+    return {"n": n, "sample": min(n, cfg.sample_size), "full_s": tf.wall, "sampled_s": ts.wall,
+            "full_cpu": tf.cpu, "sampled_cpu": ts.cpu, "load": max(tf.load, ts.load),
             "ari": adjusted_rand_score(full.labels, samp.labels),
             "ari_non_noise": adjusted_rand_score(full.labels[both], samp.labels[both]),
             "topics_full": int(full.labels.max() + 1), "topics_sampled": int(samp.labels.max() + 1),
@@ -148,6 +173,7 @@ def main() -> None:
     ap.add_argument("--exact-compare-max", type=int, default=0, help="exact-kNN cluster comparison up to this n")
     ap.add_argument("--sklearn-peer", action="store_true")
     ap.add_argument("--topics-ari", type=int, nargs="*")
+    ap.add_argument("--topics-sample", type=int, default=20000, help="topics.sample_size for --topics-ari")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--ari-one", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -155,14 +181,15 @@ def main() -> None:
         print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer)))
         return
     if a.ari_one:
-        print(json.dumps(topics_ari(a.ari_one)))
+        print(json.dumps(topics_ari(a.ari_one, a.topics_sample)))
         return
     if a.topics_ari:
-        print(f"{'n':>8}{'sample':>8}{'full s':>9}{'sampled s':>11}{'ARI':>7}{'ARI non-noise':>15}"
-              f"{'topics full/sampled':>21}{'noise full/sampled':>20}")
+        print(f"{'n':>8}{'sample':>8}{'full s':>9}{'(CPU)':>8}{'sampled s':>11}{'(CPU)':>8}{'load':>6}{'ARI':>7}"
+              f"{'ARI non-noise':>15}{'topics full/sampled':>21}{'noise full/sampled':>20}")
         for n in a.topics_ari:
-            r = sub(["--ari-one", str(n)])
-            print(f"{r['n']:>8}{r['sample']:>8}{r['full_s']:>9.1f}{r['sampled_s']:>11.1f}{r['ari']:>7.3f}"
+            r = sub(["--ari-one", str(n), "--topics-sample", str(a.topics_sample)])
+            print(f"{r['n']:>8}{r['sample']:>8}{r['full_s']:>9.1f}{r['full_cpu']:>8.1f}{r['sampled_s']:>11.1f}"
+                  f"{r['sampled_cpu']:>8.1f}{r['load']:>6.1f}{r['ari']:>7.3f}"
                   f"{r['ari_non_noise']:>15.3f}{r['topics_full']:>10}/{r['topics_sampled']:<10}"
                   f"{r['noise_full']:>9.1%}/{r['noise_sampled']:<9.1%}", flush=True)
         return
@@ -172,13 +199,17 @@ def main() -> None:
         args += ["--sklearn-peer"] if a.sklearn_peer else []
         r = sub(args)
         spine = r["knn_s"] + r["greedy_s"] + (r.get("topics_s") or 0)
+        spine_cpu = r["knn_cpu"] + r["greedy_cpu"] + (r.get("topics_cpu") or 0)
         print(json.dumps(r))
-        line = (f"n={r['n']}: kNN {r['knn_s']:.1f} s ({r['method']} {r['params']}), greedy {r['greedy_s']:.1f} s, "
-                f"topics {r.get('topics_s', float('nan')):.1f} s, spine {spine:.1f} s, peak RSS {r['peak_mb']:.0f} MB "
+        line = (f"n={r['n']}: wall s (CPU s): kNN {r['knn_s']:.1f} ({r['knn_cpu']:.1f}) ({r['method']} {r['params']}), "
+                f"greedy {r['greedy_s']:.1f} ({r['greedy_cpu']:.1f}), topics {r.get('topics_s', float('nan')):.1f} "
+                f"({r.get('topics_cpu', float('nan')):.1f}), spine {spine:.1f} ({spine_cpu:.1f}), "
+                f"load avg {r['load_min']:.1f}-{r['load_max']:.1f}, peak RSS {r['peak_mb']:.0f} MB "
                 f"(data alone {r['data_peak_mb']:.0f}), recall@10 {r['recall10']:.3f}, clusters {r['clusters']}, "
                 f"at C {r['at_c']:.1%}, intra-cos {r['intra']:.4f}")
         if "exact_intra" in r:
-            line += (f"; exact kNN {r['exact_knn_s']:.1f} s (x{r['exact_knn_s'] / r['knn_s']:.1f}), exact intra-cos "
+            line += (f"; exact kNN {r['exact_knn_s']:.1f} s ({r['exact_knn_cpu']:.1f} CPU s, "
+                     f"x{r['exact_knn_cpu'] / r['knn_cpu']:.1f} CPU), exact intra-cos "
                      f"{r['exact_intra']:.4f} (approx/exact {r['intra'] / r['exact_intra']:.4f}), exact at C "
                      f"{r['exact_at_c']:.1%}")
         if "sklearn_knn_s" in r:

@@ -6,12 +6,17 @@ own neighbour list; rows are sorted by similarity descending (exact path: ties b
 * :func:`knn` - exact search in memory-bounded blocks (numpy). Used up to
   ``cluster.exact_max`` vectors, so small corpora (the demo, tests) get exactly the graph
   they always got.
-* :func:`ivf_knn` - approximate all-pairs kNN with a FAISS ``IndexIVFFlat`` (inner product):
+* :func:`ivf_knn` - approximate all-pairs kNN over an IVF partition (inner product):
   a spherical k-means coarse quantizer with ``nlist`` cells (default ``sqrt(nprobe * N)``,
   which balances the quantizer cost ``N * nlist`` against the list scans
-  ``N * nprobe * N / nlist``) trained on a seeded sample, every vector in its nearest cell,
-  and each vector searched in its ``nprobe`` nearest cells. (A cell-batched self-join in
-  numpy was tried and measured ~3x slower than FAISS's own search at 30k.)
+  ``N * nprobe * N / nlist``) trained on a seeded sample, every vector in its nearest cell.
+  The search is cell-batched: all vectors of a cell are searched at once, with one BLAS
+  product (``faiss.knn``), against the ``nprobe`` cells nearest to that cell's centroid.
+  Measured against FAISS ``IndexIVFFlat.search`` (each query in its own ``nprobe`` nearest
+  cells, one query at a time): 2x less CPU at 300k (52 vs 99 CPU s), recall@10 equal on the
+  benchmark's data (1.000) and 0.90 vs 0.93 on data with 10% uniform background noise
+  (raise ``nprobe`` there: 16 gives 0.92 and still costs less). Cells run on Python threads
+  with FAISS single-threaded (OpenMP spin-waiting burnt CPU on the shared machine).
 * :func:`gpu_knn` - exact search with a FAISS GPU flat index (sharded over every GPU), used
   when ``faiss.get_num_gpus() > 0`` and ``cluster.device`` allows it. Untested here (no GPU
   on the development machine).
@@ -62,6 +67,9 @@ def knn(vectors: np.ndarray, k: int = 100, max_block_bytes: int = 256 * 1024 * 1
     return idx, sims
 
 
+IVF_SEARCH = "cell-batched"   # persisted with the graph; an IVF graph of another search is rebuilt
+
+
 def auto_nlist(n: int, nprobe: int) -> int:
     """Cells of the IVF index: ``sqrt(nprobe * n)``, at least ``nprobe`` and at most ``n // 8``."""
     return int(max(nprobe, min(max(1, n // 8), round(math.sqrt(nprobe * n)))))
@@ -97,11 +105,44 @@ class IVF:
         return index
 
 
+def default_threads(threads: int | None) -> int:
+    if threads:
+        return max(1, int(threads))
+    try:
+        import faiss
+        return max(1, min(os.cpu_count() or 1, faiss.omp_get_max_threads()))
+    except Exception:  # noqa: BLE001
+        return 1
+
+
+def pool_map(fn: Callable[[Any], Any], items, threads: int):
+    """``map(fn, items)`` over ``threads`` Python threads (FAISS and BLAS release the GIL), each
+    running FAISS single-threaded: OpenMP's spinning workers cost CPU on a shared machine
+    (measured: 2 OpenMP threads used 14.2 CPU s / 31 s wall where 1 used 8.0 / 17 s)."""
+    import faiss
+
+    def one(item):
+        faiss.omp_set_num_threads(1)
+        return fn(item)
+    if threads <= 1:
+        prev = faiss.omp_get_max_threads()
+        faiss.omp_set_num_threads(1)
+        try:
+            yield from map(fn, items)
+        finally:
+            faiss.omp_set_num_threads(prev)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(threads) as ex:
+        yield from ex.map(one, items)
+
+
 def train_ivf(x: np.ndarray, nlist: int, nprobe: int, seed: int = 0, train_per_cell: int = 32,
-              niter: int = 10) -> IVF:
+              niter: int = 10, threads: int | None = None) -> IVF:
     """Spherical k-means (FAISS) on a seeded sample, then every vector's nearest cell."""
     import faiss
     n, d = x.shape
+    threads = default_threads(threads)
     rng = np.random.default_rng(seed)
     m = min(n, nlist * train_per_cell)
     sample = x[np.sort(rng.choice(n, m, replace=False))] if m < n else x
@@ -112,42 +153,63 @@ def train_ivf(x: np.ndarray, nlist: int, nprobe: int, seed: int = 0, train_per_c
     quant = faiss.IndexFlatIP(d)
     quant.add(cent)
     assign = np.empty(n, dtype=np.int32)
-    step = 65536
-    for s in range(0, n, step):
+    step = 16384
+
+    def nearest(s: int) -> None:
         _, a = quant.search(np.ascontiguousarray(x[s:s + step], dtype=np.float32), 1)
         assign[s:s + step] = a[:, 0]
+    for _ in pool_map(nearest, range(0, n, step), threads):
+        pass
     return IVF(cent, assign, nprobe)
 
 
 def ivf_knn(vectors: np.ndarray, k: int = 100, nlist: int | None = None, nprobe: int = 8, seed: int = 0,
-            query_batch: int = 16384, progress: Callable[[int], None] | None = None,
-            ivf: IVF | None = None) -> tuple[np.ndarray, np.ndarray, IVF]:
+            progress: Callable[[int], None] | None = None, ivf: IVF | None = None,
+            threads: int | None = None) -> tuple[np.ndarray, np.ndarray, IVF]:
     """Approximate kNN (see module docstring). Returns (indices int32 [N, k], sims float32
-    [N, k], the IVF); rows with fewer than k candidates are padded with -1 / -inf."""
+    [N, k], the IVF); rows with fewer than k candidates are padded with -1 / -inf.
+
+    Cell-batched: the vectors of one cell are searched together, by one matrix product
+    (``faiss.knn``, BLAS), against the vectors of the ``nprobe`` cells nearest to that cell's
+    centroid (itself included), so every candidate list is read once per cell instead of once
+    per query."""
+    import faiss
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = x.shape[0]
     k = max(0, min(k, n - 1))
     nprobe = max(1, nprobe)
+    threads = default_threads(threads)
     if ivf is None:
-        ivf = train_ivf(x, nlist or auto_nlist(n, nprobe), nprobe, seed=seed)
-    index = ivf.faiss_index(x)
-    index.nprobe = min(nprobe, len(ivf.centroids))
-    idx = np.empty((n, k), dtype=np.int32)
-    sims = np.empty((n, k), dtype=np.float32)
-    cols = np.arange(k + 1)
-    for a in range(0, n, query_batch):
-        b = min(n, a + query_batch)
-        D, I = index.search(x[a:b], k + 1)
-        # drop the query itself (or, when it is not among the k+1, the farthest hit)
-        own = I == np.arange(a, b)[:, None]
-        drop = np.where(own.any(axis=1), own.argmax(axis=1), k)
-        keep = np.argsort(cols[None, :] == drop[:, None], axis=1, kind="stable")[:, :k]
-        I, D = np.take_along_axis(I, keep, axis=1), np.take_along_axis(D, keep, axis=1)
-        D[I < 0] = -np.inf
-        idx[a:b] = I
-        sims[a:b] = D
-        if progress:
-            progress(b - a)
+        ivf = train_ivf(x, nlist or auto_nlist(n, nprobe), nprobe, seed=seed, threads=threads)
+    lists = ivf.lists()
+    quant = faiss.IndexFlatIP(ivf.centroids.shape[1])
+    quant.add(np.ascontiguousarray(ivf.centroids, dtype=np.float32))
+    _, probes = quant.search(np.ascontiguousarray(ivf.centroids, dtype=np.float32), min(nprobe, len(lists)))
+    idx = np.full((n, k), -1, dtype=np.int32)
+    sims = np.full((n, k), -np.inf, dtype=np.float32)
+
+    def search(c: int) -> int:
+        q = lists[c]
+        if not len(q) or not k:
+            return len(q)
+        cells = [p for p in probes[c].tolist() if p >= 0]
+        if c not in cells:
+            cells.append(c)
+        cand = np.concatenate([lists[p] for p in cells])
+        kk = min(k + 1, len(cand))
+        D, I = faiss.knn(x[q], x[cand], kk, metric=faiss.METRIC_INNER_PRODUCT)
+        I = cand[I]
+        # drop the query itself (or, when it is not among the kk, the farthest hit)
+        own = I == q[:, None]
+        drop = np.where(own.any(axis=1), own.argmax(axis=1), kk - 1)
+        keep = np.argsort(np.arange(kk)[None, :] == drop[:, None], axis=1, kind="stable")[:, :min(k, kk - 1)]
+        w = keep.shape[1]
+        idx[q, :w] = np.take_along_axis(I, keep, axis=1)
+        sims[q, :w] = np.take_along_axis(D, keep, axis=1)
+        return len(q)
+    for done in pool_map(search, range(len(lists)), threads):
+        if progress and done:
+            progress(done)
     return idx, sims, ivf
 
 
@@ -233,7 +295,8 @@ def save_knn(directory: str | os.PathLike, graph: KnnGraph, key: dict[str, Any])
     if graph.ivf is not None:
         put("ivf_centroids.npy", graph.ivf.centroids)
         put("ivf_assign.npy", graph.ivf.assign)
-    meta = {"key": key, "method": graph.method, "params": graph.params, "shape": list(graph.neighbors.shape)}
+    meta = {"key": key, "method": graph.method, "params": graph.params, "shape": list(graph.neighbors.shape),
+            "search": IVF_SEARCH}
     tmp = d / ".meta.json.tmp"
     tmp.write_text(json.dumps(meta, sort_keys=True))
     os.replace(tmp, d / "meta.json")
@@ -248,6 +311,8 @@ def load_knn(directory: str | os.PathLike, key: dict[str, Any]) -> KnnGraph | No
         return None
     if meta.get("key") != json.loads(json.dumps(key, sort_keys=True)):
         return None
+    if meta.get("method") == "ivf" and meta.get("search") != IVF_SEARCH:
+        return None          # built by an earlier IVF search: same settings, different graph
     try:
         nbr = np.load(d / "neighbors.npy", mmap_mode="r")
         ivf = None

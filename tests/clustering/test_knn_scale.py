@@ -109,3 +109,22 @@ def test_vectors_of_is_zero_copy_for_one_chunk_and_correct_for_many():
     many = pa.chunked_array([col.slice(0, 30), col.slice(30, 70)])
     assert np.array_equal(vectors_of(many), x)
     assert np.array_equal(vectors_of(col.slice(10, 5)), x[10:15])
+
+
+def test_ivf_graph_of_an_earlier_search_is_not_reused(tmp_path):
+    import json
+    x = _blobs(1500)
+    g = build_knn(x, k=10, exact_max=100, nprobe=4, seed=1)
+    save_knn(tmp_path, g, {"k": 10})
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["search"] == "cell-batched" and load_knn(tmp_path, {"k": 10}) is not None
+    del meta["search"]                                   # a graph saved by the per-query IVF search
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    assert load_knn(tmp_path, {"k": 10}) is None
+
+
+def test_ivf_knn_single_and_two_threads_agree():
+    x = _blobs(3000)
+    a, sa, _ = ivf_knn(x, k=15, nprobe=4, threads=1)
+    b, sb, _ = ivf_knn(x, k=15, nprobe=4, threads=2)
+    assert np.array_equal(a, b) and np.allclose(sa, sb)
