@@ -26,6 +26,7 @@ def test_detokenize_undoes_tokenised_spacing():
     ("How do I getting started with object lock?", "base-form"),
     ("What do Knowledge Studio choose?", "agreement"),
     ("What is IBM Cloudant IBM Cloudant?", "repeated phrase"),
+    ("What they use in the cluster?", "auxiliary"),
     ("How does the users log in?", "agreement"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):

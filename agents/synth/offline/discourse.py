@@ -39,8 +39,8 @@ POSS = {"SING": "its", "PLUR": "their", "PERSON": "his"}
 @dataclass(frozen=True)
 class DiscourseShares:
     """Shares of follow-up forms among coreferable follow-ups (the rest is explicit)."""
-    pronoun: float = 0.3
-    short: float = 0.3
+    pronoun: float = 0.35
+    short: float = 0.35
     ellipsis: float = 0.1
 
 
@@ -367,9 +367,10 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
 
 def context_candidates(segment: list[dict]) -> list[str]:
     """Phrases the segment established as its context, most salient first (normalised): the focus,
-    the main names of the segment's gold passages (newest first), then the multiword proper names
-    its questions asked about; each with a content word (4+ letters, not a stopword). Names that
-    only the answers mention (example data, UI labels) are not context."""
+    the main names of the segment's gold passages (newest first), the multiword proper names its
+    questions asked about, then other multiword phrases it mentioned; each with a content word
+    (4+ letters, not a stopword). Single words count only as the focus or a main name (single
+    capitalised words in answers are often UI labels: "Save", "Create")."""
     from common.text import synthesis_stopwords
     sw = synthesis_stopwords()
     salient = [focus(segment)] + [main_name(t.get("gold_text") or "") for t in reversed(segment)]
@@ -378,8 +379,10 @@ def context_candidates(segment: list[dict]) -> list[str]:
         for c in parse(t.get("standalone_question") or t.get("question") or "").noun_chunks:
             if any(x.pos_ == "PROPN" for x in c) and len(norm_np(c.text).split()) >= 2:
                 asked.append(c.text)
+    # multiword names the conversation mentioned (questions or answers), written with a capital
+    mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
     out: list[str] = []
-    for n in salient + asked:
+    for n in salient + asked + mentioned:
         k = norm_np(n or "")
         if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()):
             out.append(k)

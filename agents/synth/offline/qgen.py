@@ -762,6 +762,9 @@ def well_formed(question: str, followup: bool = False) -> str | None:
             return f"a subject pronoun {t.text!r} used as an object"
         if t.lower_ in ("them", "him", "us", "me") and t.dep_ in ("nsubj", "nsubjpass"):
             return f"an object pronoun {t.text!r} used as a subject"
+    if re.match(r"^(?:what|when|where|why|how|which|who)\s+(?:they|it|he|she|we|I|you)\s+\w+", q, re.IGNORECASE) \
+            and not re.match(r"^how (?:many|much)\b", q, re.IGNORECASE):
+        return "a wh-question without its auxiliary"
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"

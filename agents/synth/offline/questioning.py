@@ -27,8 +27,10 @@ import re
 from dataclasses import replace
 
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
-                                            history_mentions, mentions_history, render, segment_topics, with_context)
+                                            history_mentions, main_name, mentions_history, render, segment_topics,
+                                            with_context)
 from agents.synth.offline.matching import new_filler, support, windows
+from agents.synth.offline.nlp import clean_passage
 from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
@@ -127,10 +129,13 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
     i = next((k for k, p in enumerate(passages) if p["doc_id"] not in used), 0)
-    title = (passages[i].get("title") or "").strip()
-    q = finish(f"What is {title}") if title and len(title.split()) <= 6 else "What does this part of the topic cover?"
-    if well_formed(q) is not None:
-        q = "What else should I know about this topic?"
+    title = (passages[i].get("title") or "").strip() or main_name(passages[i]["text"])
+    if not title:           # the passage's first line when it is a short heading
+        first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
+        title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
+    q = finish(f"What is {title}") if title and len(title.split()) <= 6 else ""
+    if not q or well_formed(q) is not None:
+        q = "What else should I know about this topic?"       # the verifier decides; usually rejected
     return i + 1, q, q
 
 
