@@ -107,6 +107,11 @@ def focus(segment: list[dict]) -> str:
 _WH = {"what", "who", "which", "how", "many", "much", "when", "where", "why", "whose"}
 
 
+_LABELS = {"lesson", "step", "steps", "table", "figure", "chapter", "section", "example", "examples", "note",
+           "notes", "important", "optional", "default", "tip", "warning", "caution", "procedure", "overview",
+           "task", "tasks", "part", "appendix", "option", "options", "results", "result", "summary", "introduction"}
+
+
 def main_name(text: str) -> str:
     """The passage's main name: the proper-noun phrase (2+ letters, at most 5 words) it mentions
     most often, at least twice ("" when none)."""
@@ -124,8 +129,8 @@ def main_name(text: str) -> str:
         if not toks or not any(t.pos_ == "PROPN" for t in toks) or len(toks) > 5:
             continue
         name = " ".join(t.text for t in toks)
-        if len(name) < 3 or not name[:1].isupper():
-            continue
+        if len(name) < 3 or not name[:1].isupper() or all(t.lower_ in _LABELS for t in toks):
+            continue          # "Lesson", "Step", "Table": document structure, not a subject
         key = name.lower()
         counts[key] += 1
         first.setdefault(key, name)
