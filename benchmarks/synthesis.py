@@ -4,7 +4,8 @@ For each concurrency (conversations in flight), compares the measured wall time 
 ideal (every sequential LLM round costs exactly the latency, ``concurrency`` conversations
 overlap: rounds x latency / min(concurrency, conversations)) and prints the ratio
 (``eff``), the CPU seconds this process spent per accepted turn (``resource.getrusage``:
-less sensitive to a loaded machine than wall time), LLM calls and tokens per accepted turn.
+less sensitive to a loaded machine than wall time), LLM calls and tokens per accepted turn, and
+the fake endpoint's own CPU seconds per accepted turn (``srv CPU s``: it shares the machine).
 The load average is printed first: on a shared machine, read ``eff`` together with it.
 
 The fake endpoint (:class:`agents.testing.fake_roles.RoleScriptedServer`) runs in its own
@@ -18,7 +19,8 @@ After the timed runs, at the highest concurrency: a ``warm rerun`` (checkpoints 
 cache kept: every call a cache hit, so what is left is the graph, the checkpointer and the LLM
 layer's hit path) and the ``bare client`` ceiling (the run's own requests sent again by the
 bare ``openai`` client with the latency fully overlapped: the synthesis cannot be faster than
-the client alone on this machine). ``--flow`` also runs the synthesis through the Prefect flow.
+the client alone on this machine), and the same requests as ``raw HTTP`` posts without the
+SDK. ``--flow`` also runs the synthesis through the Prefect flow.
 
 ``--profile`` reruns the highest concurrency under ``cProfile`` and prints where the event
 loop thread's CPU time goes (graph steps / LangGraph, the SQLite checkpointer, the uniqueness
@@ -132,6 +134,13 @@ class Endpoint:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+
+    def cpu(self) -> float:
+        """CPU seconds the endpoint process has used (0 for the in-process server)."""
+        if self.proc is None:
+            return 0.0
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def llm_config(self, concurrency: int):
         from agents.testing.fake_roles import fake_llm_config
@@ -289,6 +298,38 @@ def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: in
                   f"{-(-n_conv // bs)} batch task(s), assemble + exports)", flush=True)
 
 
+def raw_replay(base_url: str, requests: list[dict], inflight: int) -> tuple[float, float]:
+    """(seconds, CPU seconds) of the same requests as plain JSON POSTs through ``httpx2`` (no
+    SDK request transform or response model): what a client without the SDK could reach."""
+    import asyncio
+    import json
+
+    import httpx2 as httpx     # the HTTP package the openai SDK here runs on
+
+    bodies = []
+    for kw in requests:
+        body = {k: v for k, v in kw.items() if k not in ("extra_body", "timeout", "extra_headers")}
+        body.update(kw.get("extra_body") or {})
+        bodies.append(body)
+
+    async def main() -> float:
+        limits = httpx.Limits(max_connections=inflight, max_keepalive_connections=inflight)
+        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30) as client:
+            sem = asyncio.Semaphore(inflight)
+
+            async def one(body: dict) -> None:
+                async with sem:
+                    r = await client.post("/chat/completions", content=json.dumps(body),
+                                          headers={"content-type": "application/json", "authorization": "Bearer x"})
+                    json.loads(r.content)
+            t0 = time.perf_counter()
+            await asyncio.gather(*(one(b) for b in bodies))
+            return time.perf_counter() - t0
+    c0 = _cpu()
+    dt = asyncio.run(main())
+    return dt, _cpu() - c0
+
+
 def _timed(fn, timers: dict, name: str):
     def wrapper(*a, **k):
         t = time.perf_counter()
@@ -420,25 +461,37 @@ def main() -> None:
         print(f"fake endpoint latency {args.latency_ms:.0f} ms ({'thread' if args.in_process_server else 'process'});"
               f" {args.conversations} conversations x {args.turns} turns; uniqueness top-5 (BM25)")
         print(f"{'concurrency':>11}{'seconds':>9}{'conv/min':>10}{'ideal':>9}{'eff':>6}{'CPU s/turn':>11}"
-              f"{'calls/turn':>11}{'tokens/turn':>12}{'load':>6}")
+              f"{'calls/turn':>11}{'tokens/turn':>12}{'load':>6}{'srv CPU s':>11}")
         with Endpoint(args.latency_ms / 1000, args.in_process_server) as ep:
             for conc in args.concurrency:
                 llm = ep.llm_config(max(conc * 8, 16))
+                s0 = ep.cpu()
                 with RecordRequests() as sent:
                     r = one_run(tiled, root / f"c{conc}", llm, args.conversations, args.turns, conc, "bm25", emb)
+                srv = ep.cpu() - s0
                 n, dt = r["n"], r["dt"]
                 # ideal: each latency round costs exactly the latency; `conc` conversations overlap
                 ideal_s = r["rounds"] * (args.latency_ms / 1000) / min(conc, n)
                 print(f"{conc:>11}{dt:>9.1f}{n / dt * 60:>10.1f}{n / ideal_s * 60:>9.1f}{ideal_s / dt:>6.0%}"
                       f"{r['cpu'] / max(r['ok'], 1):>11.4f}{r['calls'] / max(r['ok'], 1):>11.1f}"
-                      f"{r['toks'] / max(r['ok'], 1):>12.0f}{os.getloadavg()[0]:>6.1f}", flush=True)
+                      f"{r['toks'] / max(r['ok'], 1):>12.0f}{os.getloadavg()[0]:>6.1f}{srv / max(r['ok'], 1):>11.4f}",
+                      flush=True)
             conc = max(args.concurrency)
             # the ceiling: the bare openai client alone sending the same requests, latency fully
             # overlapped (as many in flight as the run could have); the synthesis cannot beat it
+            s0 = ep.cpu()
             bdt, bcpu = bare_replay(ep.base_url, sent, conc * 5)
+            bsrv = ep.cpu() - s0
             print(f"{'bare client':>11}{bdt:>9.1f}{'':>10}{'':>9}{ideal_s / bdt:>6.0%}{bcpu / max(r['ok'], 1):>11.4f}"
                   f"   (the same {len(sent)} requests, bare openai client, {conc * 5} in flight: the client-side "
-                  f"ceiling, {len(sent) / bdt:.0f} calls/s; CPU s per accepted turn of the run)", flush=True)
+                  f"ceiling, {len(sent) / bdt:.0f} calls/s; CPU s per accepted turn of the run; endpoint "
+                  f"{bsrv / max(r['ok'], 1):.4f})", flush=True)
+            s0 = ep.cpu()
+            hdt, hcpu = raw_replay(ep.base_url, sent, conc * 5)
+            hsrv = ep.cpu() - s0
+            print(f"{'raw HTTP':>11}{hdt:>9.1f}{'':>10}{'':>9}{ideal_s / hdt:>6.0%}{hcpu / max(r['ok'], 1):>11.4f}"
+                  f"   (the same requests as plain JSON POSTs through httpx2, no SDK: {len(sent) / hdt:.0f} calls/s; "
+                  f"endpoint {hsrv / max(r['ok'], 1):.4f})", flush=True)
             w = one_run(tiled, root / f"c{conc}", ep.llm_config(max(conc * 8, 16)), args.conversations, args.turns,
                         conc, "bm25", emb, warm=True)
             print(f"{'warm rerun':>11}{w['dt']:>9.1f}{w['n'] / w['dt'] * 60:>10.1f}{'':>9}{'':>6}"

@@ -44,6 +44,7 @@ _META = "mtr_index.json"
 
 BUILDS: Counter = Counter()          # component builds in this process, by component ("bm25", "dense")
 _OPEN: dict[str, Any] = {}           # component folder -> the opened (memory-mapped) component
+MAX_OPEN = 8
 _LOCK = threading.RLock()
 
 
@@ -91,6 +92,8 @@ def _component(directory: Path, name: str, key: dict, build: Callable[[Path], No
             finally:
                 shutil.rmtree(tmp, ignore_errors=True)
         comp = load(folder)
+        while len(_OPEN) >= MAX_OPEN:         # a long-lived process: drop the oldest open copy
+            _OPEN.pop(next(iter(_OPEN)))
         _OPEN[ident] = comp
         return comp
 

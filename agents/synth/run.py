@@ -125,14 +125,14 @@ _CORPORA: dict[tuple, dict[str, dict]] = {}
 
 def load_corpus(store: RunStore) -> dict[str, dict]:
     """``chunk_id -> {chunk_id, doc_id, title, text}`` of the run's chunks, read once per process
-    while the chunks table's files are unchanged (the synthesis batches of a run share it)."""
+    while the chunks table's files are unchanged (the synthesis batches of a run share it; the
+    process keeps the latest run's corpus only). Callers must not modify it."""
     ident = (store.path, tuple((i.path, i.size, i.mtime_ns) for i in store.fs.get_file_info(store.table_files("chunks"))))
     corpus = _CORPORA.get(ident)
     if corpus is None:
         rows = store.read_table("chunks", columns=["chunk_id", "doc_id", "title", "text"]).to_pylist()
         corpus = {r["chunk_id"]: r for r in rows}
-        for k in [k for k in _CORPORA if k[0] == store.path]:
-            del _CORPORA[k]                   # one corpus per run in memory
+        _CORPORA.clear()                      # one corpus in memory: the run being synthesized
         _CORPORA[ident] = corpus
     return corpus
 
