@@ -98,3 +98,19 @@ def test_context_phrase_is_what_the_segment_established_and_the_passage_is_about
         "How do I delete an object in the UI for IBM Cloud Object Storage?"
     assert context_phrase("How do I delete an object in IBM Cloud Object Storage?", p, cands) == ""   # named
     assert context_phrase("How do I delete an object?", {"text": "Open the bucket."}, cands) == ""    # not about it
+
+
+def test_short_form_needs_a_word_head():
+    ibm = QA(question="What does IBM Cloud ® provide?", qtype="what", answer="", sentence="",
+             template="What does {T} provide", topic="IBM Cloud ®")
+    from agents.synth.offline.discourse import _short_form
+    assert _short_form(ibm) is None
+    assert _short_form(BUILT) == "When was the wall built"
+
+
+def test_unanswerable_turn_without_a_clause_to_shift_fails_explicitly():
+    import pytest
+    from agents.synth.offline.questioning import ask
+    x = {"unanswerable": True, "passages": [{"doc_id": "d1", "title": "", "text": "Click Save."}], "segment": []}
+    with pytest.raises(ValueError, match="unanswerable"):
+        ask(x)

@@ -196,6 +196,8 @@ def _short_form(qa: QA) -> str | None:
     if len(words) < 2 or " of " in qa.topic:
         return None
     head = words[-1]
+    if not re.fullmatch(r"[A-Za-z][\w-]*", head):
+        return None           # "IBM Cloud ®" has no short form "®"
     if qa.topic_kind == "PERSON":
         short = head
     else:

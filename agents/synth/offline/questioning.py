@@ -180,8 +180,8 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 opts.append((0 if rank is not None else 1, -qa.score, qa.sent_index, q,
                              replace(qa, question=q, template=f"{wh} {body}", qtype=qtype)))
     if not opts:
-        _, q, _ = _fallback({**x, "used_gold": []})
-        return 0, q, q
+        # no real clause to shift: fail the attempt explicitly rather than ask a generic question
+        raise ValueError("no candidate for an unanswerable question in the shown passages")
     opts.sort(key=lambda o: o[:4])
     k = min(x.get("attempt", 0), len(opts) - 1)
     head = opts[: max(1, min(len(opts), 4))]
