@@ -39,6 +39,17 @@ from common.types import Run
 from .base import (Doc, RetrievalError, check_docs, check_k, corpus_fingerprint, id_ranks,
                    topk_trec)
 
+
+def _bm25s():
+    """The bm25s module, its logger kept at WARNING (bm25s sets it to DEBUG on import, which put
+    "Building index from IDs" on the console of every command)."""
+    import logging
+
+    import bm25s
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
+
+
 DEFAULT_PATTERN = TOKEN_PATTERN
 INDEX_FORMAT = 1
 _META = "mtr_bm25.json"
@@ -198,7 +209,7 @@ class BM25Retriever:
         return self
 
     def _build(self, ids: list[str], texts: list[str], show_progress: bool) -> None:
-        import bm25s
+        bm25s = _bm25s()
         vocab: dict[str, int] = {}
         corpus_ids: list[array] = []  # int32 arrays: ~4 bytes a token instead of ~36 in lists
         tok = self.tokenizer
@@ -270,7 +281,7 @@ class BM25Retriever:
         return self
 
     def _load_dir(self, path: Path) -> None:
-        import bm25s
+        bm25s = _bm25s()
         model = bm25s.BM25.load(str(path), mmap=self.mmap, show_progress=False, verbosity=0)
         ids = json.loads((path / _IDS).read_text(encoding="utf-8"))
         self._set(model, ids)
