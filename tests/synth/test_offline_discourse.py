@@ -114,3 +114,26 @@ def test_unanswerable_turn_without_a_clause_to_shift_fails_explicitly():
     x = {"unanswerable": True, "passages": [{"doc_id": "d1", "title": "", "text": "Click Save."}], "segment": []}
     with pytest.raises(ValueError, match="unanswerable"):
         ask(x)
+
+
+def test_refer_back_never_makes_a_person_or_a_possessive_phrase_it():
+    from agents.synth.offline.discourse import refer_back
+    seg = [{"standalone_question": "Who is Phoebe Buffay?", "title": "Friends", "gold_text": "",
+            "answer": "Phoebe Buffay is a character played by Lisa Kudrow. Phoebe lived with her mother."}]
+    assert refer_back("Where did Phoebe Buffay live with her mother?", seg) is None
+    assert refer_back("Where did Phoebe live?", seg) is None
+
+
+def test_context_pronoun_only_on_short_questions_without_other_references():
+    from agents.synth.offline.questioning import _may_add_it
+    assert _may_add_it("How many snapshots can I take?")
+    assert not _may_add_it("Where did Constantine XI live until its fall?")       # already a pronoun
+    assert not _may_add_it("What did Leo VI achieve in Greek?")                   # another in-phrase
+
+
+def test_context_phrase_keeps_the_passage_article():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    seg = [{"standalone_question": "When did the Byzantine Empire survive?", "answer": "x",
+            "title": "Byzantine Empire", "gold_text": ""}]
+    assert context_phrase("What did the bureaucracy have?", {"text": "In the Byzantine Empire the bureaucracy had power."},
+                          context_candidates(seg)) == "the Byzantine Empire"

@@ -330,12 +330,18 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
     mentions = history_mentions(segment)
     if not mentions:
         return None
+    # people the segment talked about are never "it" (their gender is unknown)
+    people = {norm_np(e.text) for t in segment for e in parse((t.get("answer") or "")[:1500]).ents
+              if e.label_ == "PERSON"}
     doc = parse(question)
     for c in doc.noun_chunks:
         root = c.root
         if root.lower_ in _NOT_NP or c.start == 0 or root.ent_type_ == "PERSON" or any(t.ent_type_ == "PERSON" for t in c):
             continue
         n = norm_np(c.text)
+        if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
+                or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
+            continue          # a person, or a phrase that already refers ("her mother")
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
         if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or n == mentions[0]):
@@ -413,7 +419,8 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue
         found = re.sub(r"\s+", " ", m.group(0))
         if _names_something(found, text):
-            return found
+            # the article the passage writes before it ("the Byzantine Empire")
+            return ("the " + found) if text[max(0, m.start() - 4):m.start()].lower() == "the " else found
     return ""
 
 

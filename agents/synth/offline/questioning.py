@@ -114,7 +114,7 @@ def ask(x: dict) -> tuple[int, str, str]:
     if form == "explicit" and standalone != qa.question:
         # the context is referred to with a pronoun ("... in it?") or left implicit with the
         # shares' probabilities, else asked explicitly
-        if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and \
+        if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and _may_add_it(qa.question) and \
                 well_formed(with_context(qa.question, "it"), followup=True) is None:
             asked = with_context(qa.question, "it")
         elif u < shares.pronoun + shares.short + shares.ellipsis:
@@ -122,6 +122,13 @@ def ask(x: dict) -> tuple[int, str, str]:
         else:
             asked = standalone
     return i + 1, asked, standalone
+
+
+def _may_add_it(question: str) -> bool:
+    """"... in it?" reads naturally only on a short question with no pronoun and no other
+    ``in``/``for`` phrase ("Where did X live until its fall in it?" does not)."""
+    ws = [w.lower().strip("?,") for w in question.split()]
+    return len(ws) <= 10 and not {"in", "for", "it", "its", "they", "their", "them", "he", "his", "she", "her"} & set(ws)
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
