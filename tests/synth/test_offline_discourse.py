@@ -137,3 +137,11 @@ def test_context_phrase_keeps_the_passage_article():
             "title": "Byzantine Empire", "gold_text": ""}]
     assert context_phrase("What did the bureaucracy have?", {"text": "In the Byzantine Empire the bureaucracy had power."},
                           context_candidates(seg)) == "the Byzantine Empire"
+
+
+def test_context_phrase_prefers_the_text_wording_to_the_title():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    seg = [{"standalone_question": "When did the Byzantine Empire survive?", "answer": "x",
+            "title": "Byzantine Empire", "gold_text": ""}]
+    p = {"title": "Byzantine Empire", "text": "In the Byzantine Empire the bureaucracy had power."}
+    assert context_phrase("What did the bureaucracy have?", p, context_candidates(seg)) == "the Byzantine Empire"

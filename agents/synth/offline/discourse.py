@@ -409,7 +409,7 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
     passage about it -> "IBM Cloud Object Storage"); "" when none."""
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
-    text = (passage.get("title") or "") + "\n" + passage["text"][:4000]
+    text = passage["text"][:4000] + "\n" + (passage.get("title") or "")     # the text's own wording first
     for k in candidates:
         kw = k.split()
         if 2 * sum(w in qw for w in kw) > len(kw) or (len(kw) == 1 and kw[0] in qw):
