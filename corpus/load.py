@@ -18,7 +18,7 @@ import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -350,18 +350,23 @@ def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Doc
             yield Rejected(rel, "unsupported_type", f"file type {suf or '(none)'} is not a supported corpus format")
 
 
+def unique_ids(items: Iterable[Document | Rejected], seen: dict[str, str]) -> Iterator[Document | Rejected]:
+    """``items`` with every repeated doc id turned into a ``duplicate_id`` rejection (the first
+    occurrence is kept); ``seen`` (doc id -> source) carries over between calls."""
+    for item in items:
+        if isinstance(item, Document) and item.doc_id in seen:
+            yield Rejected(item.source, "duplicate_id", f"doc id {item.doc_id!r} already used by "
+                           f"{seen[item.doc_id]}", doc_id=item.doc_id, duplicate_of=item.doc_id)
+            continue
+        if isinstance(item, Document):
+            seen[item.doc_id] = item.source
+        yield item
+
+
 def load_corpus(path: str | Path, cfg: LoadConfig | None = None) -> tuple[list[Document], list[Rejected]]:
     """Read every document; duplicate ids keep the first occurrence, the rest are rejected."""
     docs: list[Document] = []
     rejected: list[Rejected] = []
-    seen: dict[str, str] = {}
-    for item in iter_corpus(path, cfg):
-        if isinstance(item, Rejected):
-            rejected.append(item)
-        elif item.doc_id in seen:
-            rejected.append(Rejected(item.source, "duplicate_id", f"doc id {item.doc_id!r} already used by "
-                                     f"{seen[item.doc_id]}", doc_id=item.doc_id, duplicate_of=item.doc_id))
-        else:
-            seen[item.doc_id] = item.source
-            docs.append(item)
+    for item in unique_ids(iter_corpus(path, cfg), {}):
+        (rejected if isinstance(item, Rejected) else docs).append(item)
     return docs, rejected

@@ -17,7 +17,7 @@ import pyarrow as pa
 from corpus.chunk import Chunker
 from corpus.clean import clean_documents
 from corpus.dedup import Deduper
-from corpus.load import iter_corpus
+from corpus.load import iter_corpus, unique_ids
 from storage.records import Document, Rejected
 from storage.schemas import CHUNKS, DOCUMENTS, REJECTED, table_from_rows
 from storage.store import RunStore
@@ -59,27 +59,15 @@ def curate(store: RunStore, input_path: str, cfg, progress: Progress | None = No
     with store.table_writer("documents", DOCUMENTS) as out:
         for batch in _batched(iter_corpus(input_path, cfg.load), max(1, batch_docs)):
             docs: list[Document] = []
-            for item in batch:
-                if isinstance(item, Rejected):
-                    rej_load.append(item)
-                elif item.doc_id in seen:
-                    rej_load.append(Rejected(item.source, "duplicate_id", f"doc id {item.doc_id!r} already used by "
-                                             f"{seen[item.doc_id]}", doc_id=item.doc_id, duplicate_of=item.doc_id))
-                else:
-                    seen[item.doc_id] = item.source
-                    docs.append(item)
+            for item in unique_ids(batch, seen):
+                (rej_load if isinstance(item, Rejected) else docs).append(item)
             if progress:
                 progress("load", len(batch), 0)
             kept, rej = clean_documents(docs, cfg.clean)
             del docs
             rej_clean += rej
-            dups = {d.item_id: d for d in deduper.add([d.doc_id for d in kept], [d.text for d in kept])}
-            final = []
-            for d in kept:
-                dup = dups.get(d.doc_id)
-                if dup is None:
-                    final.append(d)
-                    continue
+            final, dropped = _drop_duplicates(deduper, kept, lambda d: d.doc_id)
+            for d, dup in dropped:
                 rej_dedup.append(Rejected(d.source, "near_duplicate",
                                           f"MinHash Jaccard ~{dup.jaccard:.2f} with kept document {dup.duplicate_of}",
                                           stage="dedup", doc_id=d.doc_id, duplicate_of=dup.duplicate_of))
@@ -92,6 +80,14 @@ def curate(store: RunStore, input_path: str, cfg, progress: Progress | None = No
     _replace_rejected(store, "load,clean,dedup", rejected)
     return {"documents": n_final, "rejected": len(rejected),
             "rejected_by_reason": dict(Counter(r.reason for r in rejected))}
+
+
+def _drop_duplicates(deduper: Deduper, items: list, key) -> tuple[list, list]:
+    """(kept items, [(item, duplicate record)]) after adding ``items`` (documents or chunks, with
+    ``.text``) to the running MinHash ``deduper``; order is kept."""
+    dups = {d.item_id: d for d in deduper.add([key(x) for x in items], [x.text for x in items])}
+    kept = [x for x in items if key(x) not in dups]
+    return kept, [(x, dups[key(x)]) for x in items if key(x) in dups]
 
 
 def iter_documents(store: RunStore, batch_docs: int = BATCH_DOCS) -> Iterator[list[Document]]:
@@ -121,20 +117,13 @@ def chunk(store: RunStore, cfg, progress: Progress | None = None, batch_docs: in
             chunks, rejected = chunker(docs, progress=cb)
             rej_short += rejected
             if deduper is not None:
-                dups = {d.item_id: d for d in deduper.add([c.chunk_id for c in chunks], [c.text for c in chunks])}
-                if dups:
-                    src = {d.doc_id: d.source for d in docs}
-                    kept = []
-                    for c in chunks:
-                        d = dups.get(c.chunk_id)
-                        if d is None:
-                            kept.append(c)
-                            continue
-                        rej_dup.append(Rejected(f"{src[c.doc_id]}@{c.start_char}", "near_duplicate",
-                                                f"chunk {d.item_id} ~{d.jaccard:.2f} Jaccard with kept chunk "
-                                                f"{d.duplicate_of}", stage="chunk", doc_id=c.doc_id,
-                                                duplicate_of=d.duplicate_of))
-                    chunks = kept
+                chunks, dropped = _drop_duplicates(deduper, chunks, lambda c: c.chunk_id)
+                src = {d.doc_id: d.source for d in docs} if dropped else {}
+                for c, d in dropped:
+                    rej_dup.append(Rejected(f"{src[c.doc_id]}@{c.start_char}", "near_duplicate",
+                                            f"chunk {d.item_id} ~{d.jaccard:.2f} Jaccard with kept chunk "
+                                            f"{d.duplicate_of}", stage="chunk", doc_id=c.doc_id,
+                                            duplicate_of=d.duplicate_of))
             out.write(table_from_rows([c.to_row() for c in chunks], CHUNKS))
             n_chunks += len(chunks)
             n_chars += sum(len(c.text) for c in chunks)
