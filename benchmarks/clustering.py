@@ -141,7 +141,6 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -
 
 def topics_ari(n: int, sample: int = 20000) -> dict:
     sys.path.insert(0, str(ROOT))
-    import numpy as np
     from sklearn.metrics import adjusted_rand_score
 
     from clustering.topics import TopicConfig, fit_topics

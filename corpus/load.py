@@ -13,7 +13,6 @@ import csv
 import os
 import gzip
 import html
-import io
 import json
 import re
 from html.parser import HTMLParser

@@ -1,6 +1,4 @@
 """Dataset-card sections: cost per role, human-cost assumptions, realism, difficulty, examples."""
-import pytest
-
 from evaluation.card import cost_section, difficulty_section, examples_section, realism_section
 from evaluation.metrics import evaluate
 from evaluation.realism import RealismStats
