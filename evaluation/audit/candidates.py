@@ -7,7 +7,11 @@ Two sources (``AuditConfig.candidates``):
   :class:`NegativeMiner` (BM25 + dense hybrid by default). Every gold passage of the turn is
   excluded, and so is any passage whose text equals a gold passage's text (a duplicate is a
   missing positive no judge could tell apart). The first ``n_negatives`` remaining hits are
-  kept, in rank order.
+  kept, in rank order. In an audit run the miner's BM25 and dense indexes are persisted under
+  ``<run>/cache/index`` (:mod:`retrieval.corpus_index`, keyed by :func:`corpus_docs_key` and
+  the retriever settings): built once per run and corpus, reopened memory-mapped by a rerun or
+  another process; without a run directory they are built in memory. Both give the same
+  negatives.
 * ``benchmark``: the benchmark's own list (:attr:`storage.benchmark.BenchTurn.candidates`,
   e.g. ChatRAG ``ctxs``, CORAL neighbours): the gold passage plus the first ``n_negatives``
   non-gold entries in the benchmark's order. A turn whose gold passage is not in its list is
@@ -215,6 +219,13 @@ def corpus_docs(corpus: Mapping[str, Document]) -> list[tuple[str, str]]:
     return out
 
 
+def corpus_docs_key(docs: Sequence[tuple[str, str]]) -> str:
+    """sha256 over the ids and texts of :func:`corpus_docs` (the corpus part of the persisted
+    negatives index's key; :func:`retrieval.base.corpus_fingerprint`)."""
+    from retrieval.base import corpus_fingerprint
+    return corpus_fingerprint([d for d, _ in docs], [t for _, t in docs])
+
+
 class NegativeMiner:
     """Retrieve hard negatives from a benchmark's own corpus.
 
@@ -223,20 +234,43 @@ class NegativeMiner:
         method: ``hybrid`` (BM25 + dense, min-max fusion), ``rrf``, ``bm25`` or ``dense``.
         dense_model: encoder of the dense part (None = bundled MiniLM).
         cache_dir: embedding cache folder for the dense part.
-        bm25: an already indexed ``BM25Retriever`` over :func:`corpus_docs` (reused).
+        bm25: an already indexed ``BM25Retriever`` over :func:`corpus_docs` (reused; in-memory
+            indexes only, i.e. without ``index_dir``).
+        index_dir: folder of persisted indexes (e.g. ``<audit run>/cache/index``): the BM25 and
+            dense components are built there once per corpus and settings and reopened
+            memory-mapped (:func:`retrieval.corpus_index.persisted_retriever`). None = build
+            them in memory (library use without a run directory).
+        corpus_key: :func:`corpus_docs_key` of ``corpus`` when the caller has it (computed here
+            otherwise); ``index_dir`` only.
     """
 
     def __init__(self, corpus: Mapping[str, Document], method: str = "hybrid", dense_model: str | None = None,
-                 cache_dir: str | Path | None = None, bm25=None) -> None:
-        from retrieval.registry import indexed_retriever
+                 cache_dir: str | Path | None = None, bm25=None, index_dir: str | Path | None = None,
+                 corpus_key: str | None = None) -> None:
+        if method not in ("hybrid", "rrf", "bm25", "dense"):
+            raise ValueError(f"unknown negatives retriever {method!r}")
         self.corpus = corpus
         self.method = method
         docs = corpus_docs(corpus)
         self._text = {d: _norm(corpus[d].text) for d, _ in docs}
-        if method not in ("hybrid", "rrf", "bm25", "dense"):
-            raise ValueError(f"unknown negatives retriever {method!r}")
-        self.retriever = indexed_retriever(method, docs, cache_dir=cache_dir, model=dense_model,
-                                           bm25=bm25 if method != "dense" else None)
+        self.index_dir = Path(index_dir) if index_dir is not None else None
+        self.corpus_key: str | None = None
+        if self.index_dir is not None:
+            from retrieval.corpus_index import persisted_retriever
+            self.corpus_key = corpus_key or corpus_docs_key(docs)
+            self.retriever = persisted_retriever(method, self.index_dir, self.corpus_key, [d for d, _ in docs],
+                                                 [t for _, t in docs], model=dense_model, cache_dir=cache_dir)
+        else:
+            from retrieval.registry import indexed_retriever
+            self.retriever = indexed_retriever(method, docs, cache_dir=cache_dir, model=dense_model,
+                                               bm25=bm25 if method != "dense" else None)
+
+    @property
+    def bm25(self):
+        """The indexed BM25 component over :func:`corpus_docs` (None for ``dense``)."""
+        from retrieval.bm25 import BM25Retriever
+        parts = getattr(self.retriever, "retrievers", [self.retriever])
+        return next((r for r in parts if isinstance(r, BM25Retriever)), None)
 
     def describe(self) -> dict:
         d = self.retriever.describe() if hasattr(self.retriever, "describe") else {"retriever": self.method}

@@ -110,7 +110,7 @@ def _passage(bench: Benchmark, doc_id: str) -> dict[str, str]:
 
 
 def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str | Path | None = None,
-                      index: EvidenceIndex | None = None) -> PreparedBenchmark:
+                      index: EvidenceIndex | None = None, index_dir: str | Path | None = None) -> PreparedBenchmark:
     """Units, skips and candidate lists of ``bench`` (see module docstring).
 
     Args:
@@ -118,8 +118,11 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
         config: audit settings.
         cache_dir: embedding cache of the dense negatives retriever.
         index: a prebuilt :class:`EvidenceIndex` of the corpus (built here when None).
+        index_dir: folder of the persisted hard-negative indexes (the audit run's
+            ``cache/index``, :func:`evaluation.audit.run.negatives_index_dir`): built once per
+            corpus and settings, reopened memory-mapped by a rerun; the evidence index built
+            here shares its BM25. None = in-memory indexes.
     """
-    index = index or EvidenceIndex(bench.corpus)
     turns = select_turns(bench.turns, config)
     metric_variants = [(m, v) for m in config.metrics for v in (variants(config) if m == "distinguishability" else [""])]
     skipped: list[dict[str, Any]] = []
@@ -178,9 +181,15 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
             vs = [(m, v) for m, v in metric_variants if m == "distinguishability" and v.startswith(source)]
             negs: dict[str, list[str] | None]
             if source == "retrieved":
-                bm25 = index.bm25 if config.negatives in ("hybrid", "rrf", "bm25") else None
-                miner = NegativeMiner(bench.corpus, config.negatives, dense_model=config.dense_model,
-                                      cache_dir=cache_dir, bm25=bm25)
+                if index_dir is not None:
+                    miner = NegativeMiner(bench.corpus, config.negatives, dense_model=config.dense_model,
+                                          cache_dir=cache_dir, index_dir=index_dir)
+                    index = index or EvidenceIndex(bench.corpus, bm25=miner.bm25)
+                else:
+                    index = index or EvidenceIndex(bench.corpus)
+                    bm25 = index.bm25 if config.negatives in ("hybrid", "rrf", "bm25") else None
+                    miner = NegativeMiner(bench.corpus, config.negatives, dense_model=config.dense_model,
+                                          cache_dir=cache_dir, bm25=bm25)
                 neg_info = miner.describe()
                 negs = dict(miner.mine({t.sample_id: queries[t.sample_id] for t in eligible},
                                        {t.sample_id: list(t.gold) for t in eligible}, config.n_negatives))
@@ -216,6 +225,7 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
                     units.append(Unit(bench.name, t.sample_id, "distinguishability", c.variant, t.sample_id,
                                       {**base(t), "candidates": [_passage(bench, d) for d in c.order]},
                                       t.generator, cset=c))
+    index = index or EvidenceIndex(bench.corpus)
     return PreparedBenchmark(name=bench.name, format=bench.format, benchmark=bench, n_turns=len(bench.turns),
                              selected=[t.sample_id for t in turns], units=units, skipped=skipped,
                              candidate_sets=csets, query_source=qsource, index=index, negatives=neg_info)

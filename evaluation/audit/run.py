@@ -13,7 +13,8 @@ task per batch:
 
 LLM calls go through :mod:`agents` (cache, ``llm_calls`` accounting, budget) with the run
 directory as the store, so rerunning an interrupted audit into the same ``out`` repeats no
-answered call.
+answered call. The hard-negative indexes are persisted under ``<out>/cache/index``
+(:func:`negatives_index_dir`), so a rerun reopens them instead of indexing the corpus again.
 """
 from __future__ import annotations
 
@@ -291,6 +292,23 @@ def finalize(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSpec],
 # --------------------------------------------------------------------------------------
 # the verb
 # --------------------------------------------------------------------------------------
+def negatives_index_dir(run: RunStore | str | Path | None) -> Path | None:
+    """``<run>/cache/index``: where an audit run persists its hard-negative indexes (BM25 +
+    dense, :mod:`retrieval.corpus_index`; built once per run and corpus, reopened memory-mapped
+    on a rerun). None without a run or for a run that is not on the local file system (the
+    indexes are then built in memory)."""
+    if run is None:
+        return None
+    if isinstance(run, RunStore):
+        import pyarrow.fs as pafs
+        if not isinstance(run.fs, pafs.LocalFileSystem):
+            return None
+        run = run.path
+    elif "://" in str(run) and not str(run).startswith("file://"):
+        return None
+    return Path(str(run).removeprefix("file://")) / "cache" / "index"
+
+
 def run_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence[str | JudgeSpec] | None = None, *,
               out: str | Path | None = None, llm_config: LLMConfig | None = None,
               config: AuditConfig | None = None, human_ratings: str | Path | None = None,
@@ -332,7 +350,8 @@ def run_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence[str 
     store = RunStore(str(out if out is not None else Path("mtr-runs") / new_run_id("audit"))).ensure() \
         if write else (RunStore(str(out)) if out is not None else None)
     cache_dir = config.embedding_cache or (str(Path(store.path) / "cache" / "embeddings") if store else None)
-    prepared = [prepare_benchmark(b, config, cache_dir=cache_dir) for b in benches]
+    index_dir = negatives_index_dir(store)
+    prepared = [prepare_benchmark(b, config, cache_dir=cache_dir, index_dir=index_dir) for b in benches]
     batches = plan_batches(prepared, specs)
     rows, llm = asyncio.run(judge_batches(batches, cfg, prepared=prepared, config=config,
                                           store=store if write else None))
@@ -352,7 +371,8 @@ def estimate_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence
     specs = resolve_judges(judges, llm_config)
     cfg = judge_config(llm_config, specs, config.metrics)
     cache_dir = config.embedding_cache or (str(Path(out) / "cache" / "embeddings") if out is not None else None)
-    prepared = [prepare_benchmark(b, config, cache_dir=cache_dir) for b in benches]
+    index_dir = negatives_index_dir(out)
+    prepared = [prepare_benchmark(b, config, cache_dir=cache_dir, index_dir=index_dir) for b in benches]
     heur = _Heuristics({p.name: p for p in prepared})
     workload = []
     for b in plan_batches(prepared, specs):
