@@ -22,16 +22,17 @@ from agents.config import LLMConfig
 from evaluation.audit import AuditConfig, AuditResult
 from evaluation.audit.judges import judge_config, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, prepare_benchmark
-from evaluation.audit.run import JudgeBatch, finalize, judge_batch, plan_batches
+from evaluation.audit.run import JudgeBatch, finalize, judge_batch, negatives_index_dir, plan_batches
 from flows.prefect_env import prefect_run_settings, slug
 from storage.benchmark import load_benchmarks
 from storage.store import RunStore
 
 
 @task(name="audit-prepare", cache_policy=NO_CACHE, task_run_name="prepare[{spec[format]}:{spec[path]}]")
-def prepare_task(spec: dict[str, Any], config: AuditConfig, cache_dir: str) -> PreparedBenchmark:
+def prepare_task(spec: dict[str, Any], config: AuditConfig, cache_dir: str, run_dir: str) -> PreparedBenchmark:
     bench = load_benchmarks([spec])[0]
-    p = prepare_benchmark(bench, config, cache_dir=cache_dir)
+    # the hard-negative indexes persist under <run>/cache/index (built once, reopened on a rerun)
+    p = prepare_benchmark(bench, config, cache_dir=cache_dir, index_dir=negatives_index_dir(run_dir))
     get_run_logger().info("%s: %s", p.name, p.counts())
     return p
 
@@ -55,7 +56,7 @@ def audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, run_di
     specs_j = resolve_judges(judges, llm_config)
     cfg = judge_config(llm_config, specs_j, config.metrics)
     cache_dir = config.embedding_cache or str(Path(run_dir) / "cache" / "embeddings")
-    prepared = [prepare_task(s, config, cache_dir) for s in specs]
+    prepared = [prepare_task(s, config, cache_dir, run_dir) for s in specs]
     by_name = {p.name: p for p in prepared}
     futures = [judge_task.submit(b, cfg, by_name[b.benchmark], config, run_dir, b.label)
                for b in plan_batches(prepared, specs_j)]
