@@ -11,8 +11,15 @@ stage runs on the chunks with a few fake conversations.
 ``--old DIR`` runs the same stages with the code of another checkout (e.g. a
 ``git worktree`` of the commit before the change) first and prints the ratio new / old.
 
+``--dedup-only N [N ...]`` measures the near-duplicate index alone (``corpus.dedup.Deduper``):
+for each N, a fresh subprocess feeds N generated ~100-word passages (5% of them near-duplicates
+of a recent passage) in batches of 1,024 and prints the peak RSS above the RSS after imports,
+per document, and a digest of the duplicates found (with ``--old``, equal digests = same
+duplicates, same pairs, same Jaccard values).
+
     python benchmarks/memory.py --n 200000
     python benchmarks/memory.py --n 200000 --old /tmp/mtr_old
+    python benchmarks/memory.py --dedup-only 20000 100000 --old /tmp/mtr_old
 """
 from __future__ import annotations
 
@@ -115,6 +122,70 @@ def child(stage: str, run_dir: str, corpus: str) -> None:
                       "summary": {k: v for k, v in summary.items() if not isinstance(v, dict)}}))
 
 
+def dedup_child(n: int, batch: int = 1024, seed: int = 0) -> None:
+    """Feed N generated passages to a Deduper in this (fresh) process; prints a JSON line."""
+    import hashlib
+    from collections import deque
+
+    from corpus.dedup import DedupConfig, Deduper
+    rng = random.Random(seed)
+    vocab = [("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(3, 9))))
+             for _ in range(20000)]
+    deduper = Deduper(DedupConfig())
+    recent: deque[list[str]] = deque(maxlen=256)
+    digest = hashlib.sha256()
+    n_dups = 0
+    base = rss_mb()
+    t0 = time.perf_counter()
+    for a in range(0, n, batch):
+        ids, texts = [], []
+        for i in range(a, min(n, a + batch)):
+            if recent and rng.random() < 0.05:      # a near-duplicate of a recent passage
+                words = list(rng.choice(recent))
+                for _ in range(rng.randint(1, 12)):
+                    words[rng.randrange(len(words))] = rng.choice(vocab)
+            else:
+                words = rng.choices(vocab, k=rng.randint(80, 120))
+            recent.append(words)
+            ids.append(f"p{i}")
+            texts.append(" ".join(words))
+        for d in deduper.add(ids, texts):
+            n_dups += 1
+            digest.update(f"{d.item_id}\t{d.duplicate_of}\t{d.jaccard!r}\n".encode())
+    print(json.dumps({"n": n, "duplicates": n_dups, "seconds": time.perf_counter() - t0, "peak_mb": rss_mb(),
+                      "base_mb": base, "bytes_per_doc": (rss_mb() - base) * 2 ** 20 / n,
+                      "digest": digest.hexdigest()[:16]}))
+
+
+def run_dedup(code: Path, n: int) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    r = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--dedup-child", str(n)],
+                       cwd=code, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"dedup {n} failed ({code}):\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def dedup_only(sizes: list[int], old: str | None) -> None:
+    codes = ([("old", Path(old).resolve())] if old else []) + [("new", ROOT)]
+    print(f"near-duplicate index alone (Deduper, 128 permutations, threshold 0.5); "
+          f"load average {os.getloadavg()[0]:.2f}")
+    print(f"{'code':5} {'docs':>8} {'dups':>6} {'seconds':>8} {'peak MB':>8} {'imports MB':>10} "
+          f"{'bytes/doc':>10}  digest")
+    res: dict[tuple[str, int], dict] = {}
+    for n in sizes:
+        for name, code in codes:
+            r = res[name, n] = run_dedup(code, n)
+            print(f"{name:5} {n:8d} {r['duplicates']:6d} {r['seconds']:8.1f} {r['peak_mb']:8.0f} {r['base_mb']:10.0f} "
+                  f"{r['bytes_per_doc']:10.0f}  {r['digest']}", flush=True)
+    if old:
+        for n in sizes:
+            o, w = res["old", n], res["new", n]
+            print(f"{n} docs: bytes/doc new / old {w['bytes_per_doc'] / max(1e-9, o['bytes_per_doc']):.3f}, "
+                  f"seconds new / old {w['seconds'] / o['seconds']:.2f}, same duplicates: {o['digest'] == w['digest']}")
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
 def run_all(code: Path, work: Path, corpus: Path, stages) -> dict[str, dict]:
     run_dir = work / "run"
     shutil.rmtree(work, ignore_errors=True)
@@ -137,8 +208,18 @@ def main() -> None:
     ap.add_argument("--work", default="/tmp/mtr-memory-bench", help="scratch folder (corpus kept between runs)")
     ap.add_argument("--old", default=None, help="checkout of the code to compare with (its run first)")
     ap.add_argument("--stages", nargs="+", default=list(STAGES), choices=STAGES)
+    ap.add_argument("--dedup-only", nargs="+", type=int, metavar="N", default=None,
+                    help="measure the near-duplicate index alone at these corpus sizes")
     ap.add_argument("--child", nargs=3, metavar=("STAGE", "RUN", "CORPUS"), help=argparse.SUPPRESS)
+    ap.add_argument("--dedup-child", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.dedup_child is not None:
+        sys.path.insert(0, os.environ.get("PYTHONPATH", str(ROOT)))
+        dedup_child(args.dedup_child)
+        return
+    if args.dedup_only:
+        dedup_only(args.dedup_only, args.old)
+        return
     if args.child:
         sys.path.insert(0, os.environ.get("PYTHONPATH", str(ROOT)))
         child(*args.child)
