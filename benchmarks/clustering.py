@@ -17,8 +17,22 @@ blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
 ``topics.sample_size``) against full HDBSCAN on the same data (full HDBSCAN is quadratic: keep
 N <= 50k), wall and CPU seconds of both.
 
+``--corpus PATH [PATH ...]``: the same comparisons on real MiniLM vectors. The corpora (files
+or folders the curate stage reads) go through the project's own stages into a scratch run
+(``corpus.stages.curate`` and ``chunk``, ``clustering.stages.embed`` with its
+``EmbeddingCache`` in ``--embed-cache-dir``, so a rerun encodes nothing), config
+``--corpus-config`` (default ``benchmarks/realism_mtrag.toml``: passages kept as they are).
+On those vectors the approximate path is forced (FAISS IVF whatever N, at the config's
+``nlist``/``nprobe`` or ``--nprobe``) and compared with exact kNN: recall@10 over every
+vector, greedy clusters from both graphs (mean intra-cluster cosine, share at C), seconds;
+``--topics-ari`` adds sampled vs full topics (sample ``--topics-sample``, halved to N/2 when
+it is not below N). ``--embed-cache-from DIR ...`` first copies the parts of other embedding
+caches (read only) into ``--embed-cache-dir`` and merges them into one part.
+
     python benchmarks/clustering.py --sizes 100000 300000 1000000 --exact-compare-max 100000
     python benchmarks/clustering.py --topics-ari 30000 50000
+    python benchmarks/clustering.py --corpus tests/data/mtrag/corpus/cloud.jsonl.gz \
+        tests/data/mtrag/corpus/clapnq.jsonl.gz --embed-cache-dir /tmp/mtr-emb --topics-ari
 """
 from __future__ import annotations
 
@@ -26,6 +40,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -159,6 +174,139 @@ def topics_ari(n: int, sample: int = 20000) -> dict:
             "noise_full": float((full.labels < 0).mean()), "noise_sampled": float((samp.labels < 0).mean())}
 
 
+def seed_cache(dest: Path, sources: list[str]) -> int:
+    """Copy the Parquet parts of other embedding caches (never modified) that hold a vector
+    ``dest`` lacks into ``dest``, and merge each model's copied parts into one; returns the
+    number of parts copied (0 on a rerun)."""
+    sys.path.insert(0, str(ROOT))
+    import pyarrow.parquet as pq
+
+    from clustering.embed import EmbeddingCache
+    cache = EmbeddingCache(dest)
+    copied: dict[str, list[Path]] = {}
+    for src in sources:
+        for part in sorted(Path(src).glob("*/part-*.parquet")):
+            folder = part.parent.name
+            hashes = pq.read_table(part, columns=["content_hash"]).column(0).to_pylist()
+            if cache.contains(folder.replace("__", "/"), hashes).all():
+                continue
+            target = dest / folder / part.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(part, target)
+            copied.setdefault(folder, []).append(target)
+    for folder, parts in copied.items():
+        cache.compact(folder.replace("__", "/"), parts)
+    return sum(len(v) for v in copied.values())
+
+
+def real_vectors(paths: list[str], work: Path, config: str, cache_dir: Path) -> tuple:
+    """(config, N x d vectors, stage seconds) of the corpora through curate -> chunk -> embed."""
+    sys.path.insert(0, str(ROOT))
+    import clustering.stages as cst
+    import corpus.stages as st
+    from clustering.stages import read_embeddings
+    from flows.config import load_config
+    from storage.store import RunStore
+    if len(paths) == 1:
+        source = Path(paths[0])
+    else:   # one folder of copies: the curate stage reads one path
+        source = work / "input"
+        shutil.rmtree(source, ignore_errors=True)
+        source.mkdir(parents=True)
+        for i, p in enumerate(paths):
+            if Path(p).is_dir():
+                shutil.copytree(p, source / f"{i}-{Path(p).name}")
+            else:
+                shutil.copyfile(p, source / f"{i}-{Path(p).name}")
+    run = work / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    cfg = load_config(config, {"runs_root": str(work), "embed.cache_dir": str(cache_dir)})
+    store = RunStore(str(run)).ensure()
+    secs: dict = {}
+    with Timer() as t:
+        cur = st.curate(store, str(source), cfg)
+    secs["curate_s"] = t.wall
+    with Timer() as t:
+        ch = st.chunk(store, cfg)
+    secs["chunk_s"] = t.wall
+    with Timer() as t:
+        em = cst.embed(store, cfg)
+    secs.update(embed_s=t.wall, embed_cpu=t.cpu, newly_embedded=em["newly_embedded"], from_cache=em["from_cache"],
+                model=em["model"], documents=cur["documents"], chunks=ch["chunks"])
+    _, x = read_embeddings(store)
+    return cfg, x, secs
+
+
+def real(a) -> None:
+    """``--corpus``: approximate (IVF, forced) vs exact kNN, greedy clusters and topics on real vectors."""
+    sys.path.insert(0, str(ROOT))   # the package, not this script (benchmarks/clustering.py)
+    import numpy as np
+
+    from clustering.greedy import greedy_clusters
+    from clustering.knn import build_knn, knn
+    from clustering.topics import fit_topics
+    work = Path(a.work)
+    cache_dir = Path(a.embed_cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    if a.embed_cache_from:
+        print(f"embedding cache {cache_dir}: {seed_cache(cache_dir, a.embed_cache_from)} parts copied from "
+              f"{', '.join(a.embed_cache_from)}", flush=True)
+    cfg, x, secs = real_vectors(a.corpus, work, a.corpus_config, cache_dir)
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n, c = len(x), cfg.cluster
+    print(f"real vectors: N = {n} chunks ({secs['documents']} documents) of {', '.join(a.corpus)}, "
+          f"{secs['model']} {x.shape[1]}-d; curate {secs['curate_s']:.1f} s, chunk {secs['chunk_s']:.1f} s, "
+          f"embed {secs['embed_s']:.1f} s ({secs['newly_embedded']} encoded, {secs['from_cache']} from the cache)",
+          flush=True)
+    with Timer() as t:
+        exact, _ = knn(x, k=c.k)
+    exact_s, exact_cpu = t.wall, t.cpu
+    rex = greedy_clusters(exact, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed, vectors=x)
+    ex_intra, ex_at_c = intra(rex.clusters, x), float((rex.sizes() == c.size).mean())
+    out: dict = {"n": n, **secs, "k": c.k, "C": c.size, "exact_knn_s": exact_s, "exact_knn_cpu": exact_cpu,
+                 "exact_intra": ex_intra, "exact_at_c": ex_at_c, "ivf": []}
+    print(f"exact kNN (k={c.k}) {exact_s:.1f} s ({exact_cpu:.1f} CPU s); greedy C={c.size} on it: "
+          f"{len(rex.clusters)} clusters, intra-cos {ex_intra:.4f}, at C {ex_at_c:.1%}", flush=True)
+    for nprobe in a.nprobe or [c.nprobe]:
+        with Timer() as t:   # exact_max=0: the IVF path whatever N (the pipeline takes it above cluster.exact_max)
+            g = build_knn(x, k=c.k, exact_max=0, nlist=c.nlist, nprobe=nprobe, seed=c.seed, device="cpu")
+        knn_s, knn_cpu = t.wall, t.cpu
+        recall = float(np.mean([len(set(g.neighbors[i, :10].tolist()) & set(exact[i, :10].tolist())) / 10
+                                for i in range(n)]))
+        with Timer() as t:
+            res = greedy_clusters(g.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
+                                  vectors=x)
+        r = {"method": g.method, "params": g.params, "knn_s": knn_s, "knn_cpu": knn_cpu, "recall10": recall,
+             "greedy_s": t.wall, "clusters": len(res.clusters), "intra": intra(res.clusters, x),
+             "at_c": float((res.sizes() == c.size).mean())}
+        out["ivf"].append(r)
+        print(f"{g.method} {g.params}: kNN {knn_s:.1f} s ({knn_cpu:.1f} CPU s), recall@10 {recall:.3f} (all {n} "
+              f"queries vs exact); greedy {r['greedy_s']:.1f} s, {r['clusters']} clusters, intra-cos "
+              f"{r['intra']:.4f} vs exact {ex_intra:.4f} (approx/exact {r['intra'] / ex_intra:.4f}), at C "
+              f"{r['at_c']:.1%} vs exact {ex_at_c:.1%}", flush=True)
+    if a.topics_ari is not None:
+        from sklearn.metrics import adjusted_rand_score
+        sample = a.topics_sample if a.topics_sample < n else n // 2
+        with Timer() as tf:
+            full = fit_topics(x, [""] * n, cfg.topics.model_copy(update={"sample_size": n}))
+        with Timer() as ts:
+            samp = fit_topics(x, [""] * n, cfg.topics.model_copy(update={"sample_size": sample}))
+        both = (full.labels >= 0) & (samp.labels >= 0)
+        out["topics"] = t_ = {"sample": sample, "full_s": tf.wall, "sampled_s": ts.wall,
+                              "ari": adjusted_rand_score(full.labels, samp.labels),
+                              "ari_non_noise": adjusted_rand_score(full.labels[both], samp.labels[both]),
+                              "topics_full": int(full.labels.max() + 1), "topics_sampled": int(samp.labels.max() + 1),
+                              "noise_full": float((full.labels < 0).mean()),
+                              "noise_sampled": float((samp.labels < 0).mean())}
+        print(f"topics (min_cluster_size {cfg.topics.min_cluster_size}): sampled ({sample}) vs full HDBSCAN: ARI "
+              f"{t_['ari']:.3f} (non-noise {t_['ari_non_noise']:.3f}), topics {t_['topics_full']}/"
+              f"{t_['topics_sampled']}, noise {t_['noise_full']:.1%}/{t_['noise_sampled']:.1%}, "
+              f"{t_['full_s']:.1f} s / {t_['sampled_s']:.1f} s", flush=True)
+    print(json.dumps(out))
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+
 def sub(args: list[str]) -> dict:
     r = subprocess.run([sys.executable, __file__, *args], check=True, capture_output=True, text=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -173,9 +321,21 @@ def main() -> None:
     ap.add_argument("--sklearn-peer", action="store_true")
     ap.add_argument("--topics-ari", type=int, nargs="*")
     ap.add_argument("--topics-sample", type=int, default=20000, help="topics.sample_size for --topics-ari")
+    ap.add_argument("--corpus", nargs="+", metavar="PATH", help="real corpora: compare on their MiniLM vectors")
+    ap.add_argument("--corpus-config", default=str(ROOT / "benchmarks" / "realism_mtrag.toml"),
+                    help="config of the curate/chunk/embed/cluster settings for --corpus")
+    ap.add_argument("--embed-cache-dir", default="/tmp/mtr-clustering-bench/embed-cache",
+                    help="EmbeddingCache folder for --corpus (kept between runs)")
+    ap.add_argument("--embed-cache-from", nargs="+", metavar="DIR",
+                    help="embedding caches whose parts are copied into --embed-cache-dir first (read only)")
+    ap.add_argument("--work", default="/tmp/mtr-clustering-bench/work", help="scratch run folder for --corpus")
+    ap.add_argument("--nprobe", type=int, nargs="+", help="IVF nprobe values for --corpus (default: the config's)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--ari-one", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.corpus:
+        real(a)
+        return
     if a.one:
         print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer)))
         return
