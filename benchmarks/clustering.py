@@ -6,7 +6,9 @@ blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
 
 * kNN / greedy / topics wall seconds and CPU seconds (user + system of the child, all
   threads) and the 1-minute load average, with the pipeline's defaults (exact kNN up to
-  ``cluster.exact_max``, FAISS IVF above; topics on a sample above ``topics.sample_size``);
+  ``cluster.exact_max``, FAISS IVF above, ``nprobe`` auto: the calibrated nprobe, its sample
+  recall and the calibration seconds are printed; topics on a sample above
+  ``topics.sample_size``);
 * recall@10 of the kNN graph against exact search for 1,000 sampled queries;
 * with ``--exact-compare`` (sizes where exact kNN is affordable): greedy clusters from the
   exact graph vs from the approximate one: mean intra-cluster cosine and share of clusters
@@ -23,7 +25,9 @@ or folders the curate stage reads) go through the project's own stages into a sc
 ``EmbeddingCache`` in ``--embed-cache-dir``, so a rerun encodes nothing), config
 ``--corpus-config`` (default ``benchmarks/realism_mtrag.toml``: passages kept as they are).
 On those vectors the approximate path is forced (FAISS IVF whatever N, at the config's
-``nlist``/``nprobe`` or ``--nprobe``) and compared with exact kNN: recall@10 over every
+``nlist``/``nprobe`` or ``--nprobe``, ints or ``auto``: calibrated to ``cluster.target_recall``
+on 1,000 sampled queries, the chosen nprobe and that sample's recall printed) and compared
+with exact kNN: recall@10 over every
 vector, greedy clusters from both graphs (mean intra-cluster cosine, share at C), seconds;
 ``--topics-ari`` adds sampled vs full topics (sample ``--topics-sample``, halved to N/2 when
 it is not below N). ``--embed-cache-from DIR ...`` first copies the parts of other embedding
@@ -103,7 +107,7 @@ def intra(clusters, x) -> float:
     return float(np.mean(vals))
 
 
-def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -> dict:
+def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool, nprobe=None) -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
@@ -112,10 +116,11 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool) -
     from clustering.topics import TopicConfig, fit_topics
     x = data(n)
     out: dict = {"n": n, "data_peak_mb": peak_mb()}
-    cc = ClusterConfig(k=k)
+    cc = ClusterConfig(k=k) if nprobe is None else ClusterConfig(k=k, nprobe=nprobe)
     loads = [os.getloadavg()[0]]
     with Timer() as t:
-        g = build_knn(x, k=k, exact_max=cc.exact_max, nlist=cc.nlist, nprobe=cc.nprobe, seed=0, device="cpu")
+        g = build_knn(x, k=k, exact_max=cc.exact_max, nlist=cc.nlist, nprobe=cc.nprobe, seed=0, device="cpu",
+                      target_recall=cc.target_recall)
     out.update(knn_s=t.wall, knn_cpu=t.cpu, method=g.method, params=g.params)
     loads.append(t.load)
     with Timer() as t:
@@ -237,6 +242,19 @@ def real_vectors(paths: list[str], work: Path, config: str, cache_dir: Path) -> 
     return cfg, x, secs
 
 
+def describe(params: dict) -> str:
+    """kNN params in one phrase: nlist / nprobe, and with nprobe auto the calibration."""
+    if "nlist" not in params:
+        return str(params)
+    out = f"nlist {params['nlist']}, nprobe {params['nprobe']}"
+    if params.get("nprobe_auto"):
+        curve = ", ".join(f"{p}: {r:.3f}" for p, r in params["recall_curve"])
+        out += (f" (auto: sample recall@{params['recall_at']} {params['sample_recall']:.3f} on "
+                f"{params['sample_size']} queries, target {params['target_recall']}; {curve}; "
+                f"calibration {params['calibration_s']:.1f} s)")
+    return out
+
+
 def real(a) -> None:
     """``--corpus``: approximate (IVF, forced) vs exact kNN, greedy clusters and topics on real vectors."""
     sys.path.insert(0, str(ROOT))   # the package, not this script (benchmarks/clustering.py)
@@ -269,7 +287,8 @@ def real(a) -> None:
           f"{len(rex.clusters)} clusters, intra-cos {ex_intra:.4f}, at C {ex_at_c:.1%}", flush=True)
     for nprobe in a.nprobe or [c.nprobe]:
         with Timer() as t:   # exact_max=0: the IVF path whatever N (the pipeline takes it above cluster.exact_max)
-            g = build_knn(x, k=c.k, exact_max=0, nlist=c.nlist, nprobe=nprobe, seed=c.seed, device="cpu")
+            g = build_knn(x, k=c.k, exact_max=0, nlist=c.nlist, nprobe=nprobe, seed=c.seed, device="cpu",
+                          target_recall=c.target_recall)
         knn_s, knn_cpu = t.wall, t.cpu
         recall = float(np.mean([len(set(g.neighbors[i, :10].tolist()) & set(exact[i, :10].tolist())) / 10
                                 for i in range(n)]))
@@ -280,7 +299,7 @@ def real(a) -> None:
              "greedy_s": t.wall, "clusters": len(res.clusters), "intra": intra(res.clusters, x),
              "at_c": float((res.sizes() == c.size).mean())}
         out["ivf"].append(r)
-        print(f"{g.method} {g.params}: kNN {knn_s:.1f} s ({knn_cpu:.1f} CPU s), recall@10 {recall:.3f} (all {n} "
+        print(f"{g.method} {describe(g.params)}: kNN {knn_s:.1f} s ({knn_cpu:.1f} CPU s), recall@10 {recall:.3f} (all {n} "
               f"queries vs exact); greedy {r['greedy_s']:.1f} s, {r['clusters']} clusters, intra-cos "
               f"{r['intra']:.4f} vs exact {ex_intra:.4f} (approx/exact {r['intra'] / ex_intra:.4f}), at C "
               f"{r['at_c']:.1%} vs exact {ex_at_c:.1%}", flush=True)
@@ -329,7 +348,8 @@ def main() -> None:
     ap.add_argument("--embed-cache-from", nargs="+", metavar="DIR",
                     help="embedding caches whose parts are copied into --embed-cache-dir first (read only)")
     ap.add_argument("--work", default="/tmp/mtr-clustering-bench/work", help="scratch run folder for --corpus")
-    ap.add_argument("--nprobe", type=int, nargs="+", help="IVF nprobe values for --corpus (default: the config's)")
+    ap.add_argument("--nprobe", type=lambda v: v if v == "auto" else int(v), nargs="+",
+                    help="IVF nprobe values (ints or auto), each measured (default: the config's, auto)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--ari-one", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -337,7 +357,8 @@ def main() -> None:
         real(a)
         return
     if a.one:
-        print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer)))
+        print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer,
+                             a.nprobe[0] if a.nprobe else None)))
         return
     if a.ari_one:
         print(json.dumps(topics_ari(a.ari_one, a.topics_sample)))
@@ -352,15 +373,16 @@ def main() -> None:
                   f"{r['ari_non_noise']:>15.3f}{r['topics_full']:>10}/{r['topics_sampled']:<10}"
                   f"{r['noise_full']:>9.1%}/{r['noise_sampled']:<9.1%}", flush=True)
         return
-    for n in a.sizes:
+    for n, nprobe in [(n, p) for n in a.sizes for p in (a.nprobe or [None])]:
         args = ["--one", str(n), "--k", str(a.k), "--exact-compare-max", str(a.exact_compare_max)]
         args += ["--no-topics"] if a.no_topics else []
         args += ["--sklearn-peer"] if a.sklearn_peer else []
+        args += ["--nprobe", str(nprobe)] if nprobe is not None else []
         r = sub(args)
         spine = r["knn_s"] + r["greedy_s"] + (r.get("topics_s") or 0)
         spine_cpu = r["knn_cpu"] + r["greedy_cpu"] + (r.get("topics_cpu") or 0)
         print(json.dumps(r))
-        line = (f"n={r['n']}: wall s (CPU s): kNN {r['knn_s']:.1f} ({r['knn_cpu']:.1f}) ({r['method']} {r['params']}), "
+        line = (f"n={r['n']}: wall s (CPU s): kNN {r['knn_s']:.1f} ({r['knn_cpu']:.1f}) ({r['method']} {describe(r['params'])}), "
                 f"greedy {r['greedy_s']:.1f} ({r['greedy_cpu']:.1f}), topics {r.get('topics_s', float('nan')):.1f} "
                 f"({r.get('topics_cpu', float('nan')):.1f}), spine {spine:.1f} ({spine_cpu:.1f}), "
                 f"load avg {r['load_min']:.1f}-{r['load_max']:.1f}, peak RSS {r['peak_mb']:.0f} MB "

@@ -19,7 +19,7 @@ Defects of the reference that are fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -34,8 +34,12 @@ class ClusterConfig(BaseModel):
     seed: int = 0
     max_block_mb: int = Field(256, ge=1, description="memory bound of one kNN score block")
     exact_max: int = Field(20000, ge=1, description="exact kNN up to this many chunks, FAISS IVF above")
-    nlist: int | None = Field(None, ge=1, description="IVF cells (default sqrt(nprobe * N))")
-    nprobe: int = Field(8, ge=1, description="IVF cells searched per query cell")
+    nlist: int | None = Field(None, ge=1, description="IVF cells (default sqrt(nprobe * N); sqrt(8 N) with nprobe auto)")
+    nprobe: Union[Literal["auto"], Annotated[int, Field(ge=1)]] = Field(
+        "auto", description="IVF cells searched per query cell; auto: the smallest of 8, 12, 16, 24, 32, ... "
+                            "(up to nlist) whose recall@10 on 1,000 sampled chunks reaches target_recall")
+    target_recall: float = Field(0.95, gt=0, le=1, description="nprobe auto: recall@10 the IVF kNN graph must "
+                                                              "reach on the sampled chunks")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: FAISS GPU exact kNN when a GPU is visible")
     grouping: Literal["greedy", "random", "knn-ball"] = Field(
         "greedy", description="greedy: chain walk over the kNN graph; random / knn-ball: ablations "

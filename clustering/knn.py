@@ -27,8 +27,10 @@ own neighbour list; rows are sorted by similarity descending (exact path: ties b
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -68,6 +70,11 @@ def knn(vectors: np.ndarray, k: int = 100, max_block_bytes: int = 256 * 1024 * 1
 
 
 IVF_SEARCH = "cell-batched"   # persisted with the graph; an IVF graph of another search is rebuilt
+AUTO_NPROBE_START = 8         # nprobe="auto": first nprobe tried; nlist defaults to auto_nlist(n, 8)
+CALIBRATION_SAMPLE = 1000     # nprobe="auto": sampled queries whose exact top-10 is computed
+RECALL_AT = 10
+
+log = logging.getLogger(__name__)
 
 
 def auto_nlist(n: int, nprobe: int) -> int:
@@ -82,6 +89,7 @@ class IVF:
     centroids: np.ndarray          # float32 [nlist, d], unit norm
     assign: np.ndarray             # int32 [N], cell of each vector
     nprobe: int
+    calibration: Calibration | None = None   # set when nprobe was calibrated ("auto")
 
     def lists(self) -> list[np.ndarray]:
         order = np.argsort(self.assign, kind="stable").astype(np.int64)
@@ -163,28 +171,167 @@ def train_ivf(x: np.ndarray, nlist: int, nprobe: int, seed: int = 0, train_per_c
     return IVF(cent, assign, nprobe)
 
 
-def ivf_knn(vectors: np.ndarray, k: int = 100, nlist: int | None = None, nprobe: int = 8, seed: int = 0,
+def nprobe_ladder(nlist: int, start: int = AUTO_NPROBE_START) -> list[int]:
+    """The nprobe values the calibration tries, in half-octave steps (8, 12, 16, 24, 32, 48,
+    64, 96, ...) below ``nlist``, then ``nlist`` itself (every cell: the exact graph)."""
+    out: list[int] = []
+    p = max(1, start)
+    while p < nlist:
+        out.append(p)
+        half = p + p // 2
+        if p >= 2 and half < nlist and half < 2 * p:
+            out.append(half)
+        p *= 2
+    return sorted(set(out)) + [nlist]
+
+
+@dataclass
+class Calibration:
+    """What :func:`calibrate_nprobe` measured: the chosen ``nprobe`` and the sample's recall."""
+
+    nprobe: int
+    recall: float                  # recall@``at`` of the sampled queries at ``nprobe``
+    target: float
+    at: int                        # recall@10 (fewer when k < 10)
+    sample: np.ndarray             # int64 rows of the sampled queries (sorted)
+    curve: list[tuple[int, float]]  # (nprobe, sample recall) for every ladder step tried
+    seconds: float
+
+    def params(self) -> dict[str, Any]:
+        return {"nprobe_auto": True, "target_recall": self.target, "sample_recall": round(self.recall, 4),
+                "sample_size": int(len(self.sample)), "recall_at": self.at,
+                "recall_curve": [[p, round(r, 4)] for p, r in self.curve],
+                "calibration_s": round(self.seconds, 2)}
+
+
+def calibration_sample(n: int, size: int = CALIBRATION_SAMPLE, seed: int = 0) -> np.ndarray:
+    """The seeded, sorted rows whose exact neighbours calibrate ``nprobe``."""
+    rng = np.random.default_rng([int(seed), 0x6e70])   # another stream than the quantizer's sample
+    m = min(n, size)
+    return np.sort(rng.choice(n, m, replace=False)).astype(np.int64) if m < n else np.arange(n, dtype=np.int64)
+
+
+def exact_top(x: np.ndarray, rows: np.ndarray, r: int, threads: int | None = None,
+              block: int | None = None) -> np.ndarray:
+    """Exact top-``r`` neighbours (int64 [len(rows), r], the row itself excluded) of
+    ``x[rows]`` against all of ``x``: ``faiss.knn`` (inner products + heap selection,
+    memory-bounded in its own blocks) per ``block`` queries (default: the rows split evenly
+    over the threads; larger calls run faster) on Python threads."""
+    import faiss
+    threads = default_threads(threads)
+    block = block or max(64, -(-len(rows) // threads))
+    out = np.empty((len(rows), r), dtype=np.int64)
+
+    def one(a: int) -> None:
+        q = rows[a:a + block]
+        _, I = faiss.knn(np.ascontiguousarray(x[q]), x, r + 1, metric=faiss.METRIC_INNER_PRODUCT)
+        own = I == q[:, None]     # drop the query itself (or, when it is not among the r+1, the farthest)
+        drop = np.where(own.any(axis=1), own.argmax(axis=1), r)
+        keep = np.argsort(np.arange(r + 1)[None, :] == drop[:, None], axis=1, kind="stable")[:, :r]
+        out[a:a + len(q)] = np.take_along_axis(I, keep, axis=1)
+    for _ in pool_map(one, range(0, len(rows), block), threads):
+        pass
+    return out
+
+
+def cell_probes(centroids: np.ndarray, cells: np.ndarray, nprobe: int) -> np.ndarray:
+    """The ``nprobe`` cells nearest to each of ``cells`` (by centroid inner product, nearest
+    first): the cells the cell-batched search reads for the vectors of that cell."""
+    import faiss
+    quant = faiss.IndexFlatIP(centroids.shape[1])
+    quant.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    _, probes = quant.search(np.ascontiguousarray(centroids[cells], dtype=np.float32), min(nprobe, len(centroids)))
+    return probes
+
+
+def probes_needed(ivf: IVF, rows: np.ndarray, nbrs: np.ndarray, max_bytes: int = 64 * 1024 * 1024) -> np.ndarray:
+    """For each (query row, neighbour) pair: the smallest ``nprobe`` at which the cell-batched
+    search reads the neighbour's cell for that query (0 = the query's own cell, always read;
+    ``p`` = the neighbour's cell is the p-th nearest to the query cell's centroid)."""
+    nlist = len(ivf.centroids)
+    qc = np.asarray(ivf.assign[rows], dtype=np.int64)
+    nc = np.asarray(ivf.assign[nbrs.ravel()], dtype=np.int64).reshape(nbrs.shape)
+    need = np.zeros(nbrs.shape, dtype=np.int64)
+    uc, inv = np.unique(qc, return_inverse=True)
+    step = max(1, max_bytes // (16 * nlist))
+    for a in range(0, len(uc), step):
+        cells = uc[a:a + step]
+        order = cell_probes(ivf.centroids, cells, nlist)             # [len(cells), nlist], full ordering
+        rank = np.full((len(cells), nlist), nlist, dtype=np.int64)   # rank (1-based) of every cell
+        np.put_along_axis(rank, order, np.arange(1, nlist + 1)[None, :], axis=1)
+        sel = np.flatnonzero((inv >= a) & (inv < a + len(cells)))
+        need[sel] = rank[inv[sel, None] - a, nc[sel]]
+    need[nc == qc[:, None]] = 0
+    return need
+
+
+def calibrate_nprobe(x: np.ndarray, ivf: IVF, k: int, target: float = 0.95, sample: int = CALIBRATION_SAMPLE,
+                     seed: int = 0, threads: int | None = None, start: int = AUTO_NPROBE_START) -> Calibration:
+    """The smallest ``nprobe`` of :func:`nprobe_ladder` at which the cell-batched search of
+    :func:`ivf_knn` over ``ivf`` reaches recall@10 >= ``target`` on a seeded sample of
+    ``sample`` queries (``nlist`` - every cell - when no smaller one does).
+
+    The sample's exact top-10 costs one BLAS pass of the sample against all N vectors. The
+    recall at every ``nprobe`` then follows without searching: the search reads, for a query
+    of cell ``c``, every vector of ``c`` and of the ``nprobe`` cells nearest to ``c``'s
+    centroid and keeps the top ``k`` of them, so an exact top-10 neighbour is in the query's
+    top 10 exactly when its cell is among those read (ties at the 10th similarity aside).
+    The recall recorded is therefore the recall the graph's rows of these queries have."""
+    t0 = time.perf_counter()
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    n, nlist = len(x), len(ivf.centroids)
+    ladder = nprobe_ladder(nlist, start)
+    r = max(0, min(RECALL_AT, k, n - 1))
+    rows = calibration_sample(n, sample, seed)
+    if r == 0 or not len(rows):
+        return Calibration(ladder[0], 1.0, target, r, rows, [(ladder[0], 1.0)], time.perf_counter() - t0)
+    need = probes_needed(ivf, rows, exact_top(x, rows, r, threads))
+    curve: list[tuple[int, float]] = []
+    for p in ladder:
+        curve.append((p, float((need <= p).mean())))
+        if curve[-1][1] >= target:
+            break
+    p, rec = curve[-1]
+    cal = Calibration(p, rec, target, r, rows, curve, time.perf_counter() - t0)
+    log.info("IVF nprobe auto: %d of %d cells gives recall@%d %.3f on %d sampled queries (target %.3f; %s) in %.1f s",
+             p, nlist, r, rec, len(rows), target, ", ".join(f"{a}: {b:.3f}" for a, b in curve), cal.seconds)
+    return cal
+
+
+def ivf_knn(vectors: np.ndarray, k: int = 100, nlist: int | None = None, nprobe: int | str = 8, seed: int = 0,
             progress: Callable[[int], None] | None = None, ivf: IVF | None = None,
-            threads: int | None = None) -> tuple[np.ndarray, np.ndarray, IVF]:
+            threads: int | None = None, target_recall: float = 0.95,
+            calibration_sample: int = CALIBRATION_SAMPLE) -> tuple[np.ndarray, np.ndarray, IVF]:
     """Approximate kNN (see module docstring). Returns (indices int32 [N, k], sims float32
     [N, k], the IVF); rows with fewer than k candidates are padded with -1 / -inf.
 
     Cell-batched: the vectors of one cell are searched together, by one matrix product
     (``faiss.knn``, BLAS), against the vectors of the ``nprobe`` cells nearest to that cell's
     centroid (itself included), so every candidate list is read once per cell instead of once
-    per query."""
+    per query.
+
+    ``nprobe="auto"``: the quantizer is trained once (``nlist`` default ``auto_nlist(N, 8)``),
+    then :func:`calibrate_nprobe` picks the smallest ``nprobe`` whose recall@10 on a seeded
+    sample of queries reaches ``target_recall``; ``ivf.nprobe`` / ``ivf.calibration`` hold
+    the outcome."""
     import faiss
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = x.shape[0]
     k = max(0, min(k, n - 1))
-    nprobe = max(1, nprobe)
+    auto = nprobe == "auto"
+    if not auto:
+        nprobe = max(1, int(nprobe))
     threads = default_threads(threads)
     if ivf is None:
-        ivf = train_ivf(x, nlist or auto_nlist(n, nprobe), nprobe, seed=seed, threads=threads)
+        base = AUTO_NPROBE_START if auto else nprobe
+        ivf = train_ivf(x, nlist or auto_nlist(n, base), base, seed=seed, threads=threads)
+    if auto:
+        cal = calibrate_nprobe(x, ivf, k, target=target_recall, sample=calibration_sample, seed=seed,
+                               threads=threads)
+        nprobe = ivf.nprobe = cal.nprobe
+        ivf.calibration = cal
     lists = ivf.lists()
-    quant = faiss.IndexFlatIP(ivf.centroids.shape[1])
-    quant.add(np.ascontiguousarray(ivf.centroids, dtype=np.float32))
-    _, probes = quant.search(np.ascontiguousarray(ivf.centroids, dtype=np.float32), min(nprobe, len(lists)))
+    probes = cell_probes(ivf.centroids, np.arange(len(lists)), nprobe)
     idx = np.full((n, k), -1, dtype=np.int32)
     sims = np.full((n, k), -np.inf, dtype=np.float32)
 
@@ -257,10 +404,12 @@ class KnnGraph:
 
 
 def build_knn(vectors: np.ndarray, k: int = 100, *, exact_max: int = 20000, nlist: int | None = None,
-              nprobe: int = 8, seed: int = 0, device: str = "auto", max_block_bytes: int = 256 * 1024 * 1024,
-              progress: Callable[[int], None] | None = None) -> KnnGraph:
+              nprobe: int | str = "auto", seed: int = 0, device: str = "auto",
+              max_block_bytes: int = 256 * 1024 * 1024, progress: Callable[[int], None] | None = None,
+              target_recall: float = 0.95) -> KnnGraph:
     """Exact search up to ``exact_max`` vectors, then FAISS (GPU exact when available and
-    ``device`` is ``auto``/``cuda``, else the CPU IVF self-join)."""
+    ``device`` is ``auto``/``cuda``, else the CPU IVF self-join; ``nprobe="auto"``: calibrated
+    to ``target_recall``, the chosen ``nprobe`` and the sample's recall in ``params``)."""
     n = len(vectors)
     if device == "cuda" and not gpu_available():
         raise RuntimeError("cluster.device is 'cuda' but FAISS sees no GPU (install faiss-gpu and CUDA drivers)")
@@ -270,8 +419,13 @@ def build_knn(vectors: np.ndarray, k: int = 100, *, exact_max: int = 20000, nlis
     if device in ("auto", "cuda") and gpu_available():
         idx, _ = gpu_knn(vectors, k=k, progress=progress)
         return KnnGraph(idx, "gpu-exact", {"k": k})
-    idx, _, ivf = ivf_knn(vectors, k=k, nlist=nlist, nprobe=nprobe, seed=seed, progress=progress)
-    return KnnGraph(idx, "ivf", {"k": k, "nlist": len(ivf.centroids), "nprobe": nprobe, "seed": seed}, ivf)
+    idx, _, ivf = ivf_knn(vectors, k=k, nlist=nlist, nprobe=nprobe, seed=seed, progress=progress,
+                          target_recall=target_recall)
+    params = {"k": k, "nlist": len(ivf.centroids), "nprobe": int(ivf.nprobe if nprobe == "auto" else nprobe),
+              "seed": seed}
+    if ivf.calibration is not None:
+        params.update(ivf.calibration.params())
+    return KnnGraph(idx, "ivf", params, ivf)
 
 
 def save_knn(directory: str | os.PathLike, graph: KnnGraph, key: dict[str, Any]) -> None:

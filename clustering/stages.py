@@ -270,12 +270,15 @@ def knn_graph(store: RunStore, vecs: np.ndarray, c, progress: Progress | None = 
     directory = store.local_dir("cache", "knn")
     key = {"embeddings_sha256": store.table_stats("embeddings")["sha256"], "n": n, "k": c.k,
            "exact_max": c.exact_max, "nlist": c.nlist, "nprobe": c.nprobe, "seed": c.seed, "device": c.device}
+    if c.nprobe == "auto":
+        key["target_recall"] = c.target_recall
     graph = load_knn(directory, key)
     if graph is not None:
         return graph
     cb = (lambda k: progress("knn", k, n)) if progress else None
     graph = build_knn(vecs, k=c.k, exact_max=c.exact_max, nlist=c.nlist, nprobe=c.nprobe, seed=c.seed,
-                      device=c.device, max_block_bytes=c.max_block_mb * 1024 * 1024, progress=cb)
+                      device=c.device, max_block_bytes=c.max_block_mb * 1024 * 1024, progress=cb,
+                      target_recall=c.target_recall)
     save_knn(directory, graph, key)
     return graph
 
@@ -323,4 +326,10 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
               "rewalked": res.rewalked, "topics": len([t for t in tids if t >= 0]),
               "noise_chunks": int(topics.sizes.get(-1, 0)),
               "knn_method": graph.method, "knn_reused": graph.loaded, "grouping": c.grouping}
+    if graph.method == "ivf":   # the IVF's settings; with nprobe auto, the calibrated nprobe and its sample recall
+        report.update(knn_nlist=graph.params.get("nlist"), knn_nprobe=graph.params.get("nprobe"))
+        if graph.params.get("nprobe_auto"):
+            report.update(knn_target_recall=graph.params.get("target_recall"),
+                          knn_sample_recall=graph.params.get("sample_recall"),
+                          knn_recall_sample_size=graph.params.get("sample_size"))
     return report

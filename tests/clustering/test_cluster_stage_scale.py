@@ -40,3 +40,20 @@ def test_graph_is_persisted_and_reused_and_threshold_picks_the_method(tmp_path):
     g = knn_graph(store, x, cfg2.cluster)
     assert g.method == "exact" and not g.loaded
     assert knn_graph(store, x, cfg2.cluster).loaded
+
+
+def test_stage_reports_the_calibrated_nprobe_and_its_sample_recall(tmp_path):
+    store, x = _run(tmp_path)
+    cfg = MTRConfig.model_validate({"cluster": {"k": 20, "exact_max": 100, "target_recall": 0.97},
+                                    "topics": {"min_cluster_size": 10}})
+    assert cfg.cluster.nprobe == "auto"
+    r1 = cluster(store, cfg)
+    assert r1["knn_method"] == "ivf" and r1["knn_target_recall"] == 0.97
+    assert r1["knn_sample_recall"] >= 0.97 and r1["knn_recall_sample_size"] == 600   # N < 1,000: every chunk
+    assert 1 <= r1["knn_nprobe"] <= r1["knn_nlist"]
+    r2 = cluster(store, cfg)                                 # reloaded graph: same figures
+    assert r2["knn_reused"] is True
+    assert {k: v for k, v in r2.items() if k != "knn_reused"} == {k: v for k, v in r1.items() if k != "knn_reused"}
+    # another target is another graph
+    cfg2 = MTRConfig.model_validate({"cluster": {"k": 20, "exact_max": 100, "target_recall": 0.9}})
+    assert not knn_graph(store, x, cfg2.cluster).loaded
