@@ -1,7 +1,9 @@
-"""The answerer: a detailed, complete answer from the visible history and only the gold passage.
+"""The answerer: a detailed, complete answer from the visible history and only the gold passage
+(both gold passages for a comparison question).
 
 Inputs: ``history`` [(role, text)], ``question``, ``passage`` {doc_id, title, text},
-``min_chars`` (verbosity floor, 0 = none). Output: :class:`AnswerOut`.
+``also`` (a comparison's further gold passages; absent otherwise), ``min_chars`` (verbosity
+floor, 0 = none). Output: :class:`AnswerOut`.
 
 Graph-side rule: an unanswerable turn is not sent to the model; it gets the fixed
 :data:`UNANSWERABLE_ANSWER`.
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE, quote_passage
+from agents.quoting import DATA_RULE, quote_passage, quote_passages
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, usage_add, visible_history
 from agents.synth.text import sentences
@@ -27,7 +29,7 @@ class Answerer(LLMStep):
 
     name = "answerer"
     kind = "generation"
-    prompt_version = "answerer-v2"
+    prompt_version = "answerer-v3"
     output_model = AnswerOut
     expected_output_tokens = 400
 
@@ -37,6 +39,13 @@ class Answerer(LLMStep):
         for role, text in x.get("history") or []:
             msgs.append({"role": role, "content": text})
         floor = f" The answer should be at least {x['min_chars']} characters." if x.get("min_chars") else ""
+        if x.get("also"):       # a comparison: every passage it needs
+            msgs.append({"role": "user", "content": (
+                f"Documents:\n{quote_passages([x['passage'], *x['also']], titles=False)}\n\n"
+                f"Question: {x['question']}\n\nUsing the documents (and the earlier conversation if relevant), "
+                "reason step by step and give a detailed and complete answer that covers each thing the question "
+                "compares. Do not mention the documents or any source." + floor)})
+            return msgs
         msgs.append({"role": "user", "content": (
             f"Document:\n{quote_passage(x['passage']['text'])}\n\nQuestion: {x['question']}\n\n"
             "Using the document (and the earlier conversation if relevant), reason step by step and give a "
@@ -47,8 +56,11 @@ class Answerer(LLMStep):
         """Extractive: the answer span of the (standalone) question, then its sentence and the next
         one as supporting context, padded with neighbours up to ``min_chars``; see
         :mod:`agents.synth.offline.answering`."""
-        from agents.synth.offline.answering import answer
+        from agents.synth.offline.answering import answer, compare_answer
         from agents.synth.offline.nlp import clean_passage
+        if x.get("also"):
+            return AnswerOut(answer=compare_answer(x.get("standalone_question") or x["question"],
+                                                   [x["passage"], *x["also"]]))
         text = answer(x["question"], x.get("standalone_question") or x["question"], x["passage"])
         floor = x.get("min_chars") or 0
         if len(text) < floor:
@@ -62,7 +74,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
     return {"history": visible_history(state), "question": cand["question"],
             "standalone_question": cand["standalone_question"],     # offline answerer only
-            "passage": passage(ctx, cand["gold"]), "min_chars": ctx.cfg.min_answer_chars}
+            "passage": passage(ctx, cand["gold"]), "min_chars": ctx.cfg.min_answer_chars,
+            **({"also": [passage(ctx, g) for g in cand["also_gold"]]} if cand.get("also_gold") else {})}
 
 
 STEP = Answerer()

@@ -26,6 +26,8 @@ class QuestionOut(BaseModel):
     doc_index: int = Field(..., ge=0, description="1-based number of the passage that answers; 0 = none (unanswerable)")
     question: str = Field(..., min_length=3)
     standalone_question: str = Field(..., min_length=3, description="the question rewritten to be self-contained")
+    other_doc_indexes: list[int] = Field(default_factory=list, description=(
+        "a comparison question that needs two passages: the 1-based number of the other one"))
 
 
 class Questioner(LLMStep):
@@ -33,7 +35,7 @@ class Questioner(LLMStep):
 
     name = "questioner"
     kind = "generation"
-    prompt_version = "questioner-v2"
+    prompt_version = "questioner-v3"
     output_model = QuestionOut
     expected_output_tokens = 80
 
@@ -45,6 +47,8 @@ class Questioner(LLMStep):
             "It must sound like a real person, must not mention passages, documents or sources.",
             'Reply as JSON: {"doc_index": <number of the passage>, "question": "...", '
             '"standalone_question": "<the same question, fully self-contained>"}.',
+            "Only for a question that compares two things, each described by its own passage, add "
+            '"other_doc_indexes": [<number of the second passage>].',
         ]
         if x.get("unanswerable"):
             rules = ["Write ONE natural, on-topic question that NONE of the passages answers (the information "
@@ -71,8 +75,9 @@ class Questioner(LLMStep):
         as a follow-up of the segment (pronoun, shorter description, ellipsis or explicit);
         see :mod:`agents.synth.offline.questioning`."""
         from agents.synth.offline.questioning import ask
-        doc_index, question, standalone = ask(x)
-        return QuestionOut(doc_index=doc_index, question=question, standalone_question=standalone)
+        doc_index, question, standalone, others = ask(x)
+        return QuestionOut(doc_index=doc_index, question=question, standalone_question=standalone,
+                           other_doc_indexes=others)
 
 
 def inputs(ctx: GraphContext, state: ConvState) -> dict:
@@ -107,16 +112,26 @@ def is_unanswerable_turn(state: ConvState) -> bool:
 
 def candidate(out: QuestionOut, shown: list[str], unanswerable: bool) -> dict:
     """The state update for a questioner answer: the turn's candidate, or a rejection (the
-    ``doc_index`` names no shown passage) with the reason as feedback for the next attempt."""
+    ``doc_index`` or an ``other_doc_indexes`` entry names no shown passage, or repeats it) with the
+    reason as feedback for the next attempt. A comparison's other passages become ``also_gold``."""
+    also: list[str] = []
     if unanswerable:
         gold = None
     elif not 1 <= out.doc_index <= len(shown):
         return {"cand": None, "feedback": f"doc_index {out.doc_index} is not one of the shown passages"}
     else:
         gold = shown[out.doc_index - 1]
+        for k in out.other_doc_indexes:
+            if not 1 <= k <= len(shown) or shown[k - 1] == gold or shown[k - 1] in also:
+                return {"cand": None, "feedback": f"other_doc_indexes {out.other_doc_indexes} must name other "
+                                                  "shown passages than doc_index, once each"}
+            also.append(shown[k - 1])
     q = out.question.strip()
-    return {"cand": {"question": q, "standalone_question": out.standalone_question.strip() or q,
-                     "gold": gold, "unanswerable": unanswerable}}
+    cand = {"question": q, "standalone_question": out.standalone_question.strip() or q,
+            "gold": gold, "unanswerable": unanswerable}
+    if also:
+        cand["also_gold"] = also
+    return {"cand": cand}
 
 
 STEP = Questioner()

@@ -48,7 +48,7 @@ async def commit(state: ConvState) -> dict:
                          "step": err["step"] if err else "verifier", "kind": err["kind"] if err else "rejected",
                          "message": reason, "raw_output": (err or {}).get("raw_output")})
     else:
-        gold = [] if cand["unanswerable"] else [cand["gold"]]
+        gold = [] if cand["unanswerable"] else [cand["gold"], *cand.get("also_gold", [])]
         lost = cand.get("uniqueness_lost") or []
         for f in lost:              # kept under uniqueness_partial_failure = flag: each lost judgement is a row
             failures.append({"sample_id": base["sample_id"], "conv_id": state["conv_id"], "turn": turn, **f})

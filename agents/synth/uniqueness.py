@@ -102,8 +102,8 @@ async def search(ctx: GraphContext, query: str, k: int) -> list[str]:
 
 async def node(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
-    gold = cand["gold"]
-    hits = [c for c in await search(ctx, cand["standalone_question"], ctx.cfg.uniqueness_k) if c != gold]
+    gold = {cand["gold"], *cand.get("also_gold", [])}
+    hits = [c for c in await search(ctx, cand["standalone_question"], ctx.cfg.uniqueness_k) if c not in gold]
     if not hits:
         return {"extra": [], "cand": {**cand, "uniqueness_judged": 0, "uniqueness_failed": 0}}
     xs = [{"question": cand["standalone_question"], "answer": "" if cand["unanswerable"] else state["answer"],

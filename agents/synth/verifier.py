@@ -1,8 +1,8 @@
 """The verifier: checks answerability from the gold passage alone, faithfulness of the answer,
 and novelty against the earlier questions.
 
-Inputs: ``question``, ``standalone_question``, ``answer``, ``passage``,
-``previous_questions``. Output: :class:`VerdictOut`.
+Inputs: ``question``, ``standalone_question``, ``answer``, ``passage``, ``also`` (a
+comparison's further gold passages; absent otherwise), ``previous_questions``. Output: :class:`VerdictOut`.
 
 Graph-side rule (:func:`review`): the candidate is accepted only when all three hold;
 otherwise the turn goes back to the questioner with the verifier's reason. An unanswerable
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE, quote_passage
+from agents.quoting import DATA_RULE, quote_passage, quote_passages
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, previous_questions, usage_add
 from agents.synth.text import jaccard_words
@@ -30,15 +30,19 @@ class Verifier(LLMStep):
 
     name = "verifier"
     kind = "judge"
-    prompt_version = "verifier-v2"
+    prompt_version = "verifier-v3"
     output_model = VerdictOut
     expected_output_tokens = 120
 
     def build_messages(self, x: dict) -> list[dict]:
         prev = "\n".join(f"- {q}" for q in x.get("previous_questions") or []) or "(none)"
+        if x.get("also"):       # a comparison: judged against every passage it needs
+            shown = ("Passages (together):\n" + quote_passages([x["passage"], *x["also"]], titles=False))
+        else:
+            shown = f"Passage:\n{quote_passage(x['passage']['text'])}"
         return [{"role": "system", "content": "You are a strict data-quality reviewer. Reply with JSON only. " + DATA_RULE},
                 {"role": "user", "content": (
-                    f"Passage:\n{quote_passage(x['passage']['text'])}\n\nQuestion: {x['standalone_question']}\n\n"
+                    f"{shown}\n\nQuestion: {x['standalone_question']}\n\n"
                     f"Answer: {x['answer']}\n\nEarlier questions:\n{prev}\n\n"
                     "Decide: (1) answerable: can the question be answered from the passage alone? "
                     "(2) faithful: is every claim in the answer supported by the passage? "
@@ -52,9 +56,9 @@ class Verifier(LLMStep):
         question and context fit (MiniLM); faithful: every answer sentence is in the passage;
         novel: the question (and its standalone form) repeats no earlier question. See
         :mod:`agents.synth.offline.answering`."""
-        from agents.synth.offline.answering import answerable, check
-        c = check(x)
-        term_ok = answerable(x["standalone_question"], x["passage"]["text"])
+        from agents.synth.offline.answering import answerable, check, check_compare
+        c = check_compare(x) if x.get("also") else check(x)
+        term_ok = answerable(x["standalone_question"], "\n".join(p["text"] for p in [x["passage"], *x.get("also", [])]))
         ok_answer = term_ok and c["span_ok"] and c["type_ok"] and c["constraints_ok"] and c["fit_ok"]
         novel, why_not = novelty(x["question"], x["standalone_question"], x.get("previous_questions") or [])
         reasons = ([] if term_ok else ["the passage does not contain most of the question's key terms"]) + c["reasons"]
@@ -84,7 +88,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
     return {"question": cand["question"], "standalone_question": cand["standalone_question"],
             "answer": state["answer"], "passage": passage(ctx, cand["gold"]),
-            "previous_questions": previous_questions(state)}
+            "previous_questions": previous_questions(state),
+            **({"also": [passage(ctx, g) for g in cand["also_gold"]]} if cand.get("also_gold") else {})}
 
 
 def review(v: VerdictOut) -> dict:

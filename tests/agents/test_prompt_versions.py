@@ -42,9 +42,13 @@ def _synth_steps() -> dict[str, tuple]:
                                        "feedback": "<feedback>"},
                                       {**q, "history": HISTORY, "previous_questions": PREV, "unanswerable": True}]),
         "answerer": (Answerer(), [{"history": [], "question": "<question>", "passage": P1, "min_chars": 0},
-                                  {"history": HISTORY, "question": "<question>", "passage": P1, "min_chars": 500}]),
+                                  {"history": HISTORY, "question": "<question>", "passage": P1, "min_chars": 500},
+                                  {"history": [], "question": "<question>", "passage": P1, "also": [P2],
+                                   "min_chars": 0}]),
         "verifier": (Verifier(), [{"question": "<question>", "standalone_question": "<standalone question>",
-                                   "answer": "<answer>", "passage": P1, "previous_questions": p} for p in ([], PREV)]),
+                                   "answer": "<answer>", "passage": P1, "previous_questions": p} for p in ([], PREV)]
+                     + [{"question": "<question>", "standalone_question": "<standalone question>",
+                         "answer": "<answer>", "passage": P1, "also": [P2], "previous_questions": PREV}]),
         "uniqueness": (UniquenessJudge(), [{"question": "<question>", "answer": "<answer>", "candidate": P2}]),
         "humanizer": (Humanizer(), [{"question": "<question>", "history": [], "antecedent": None},
                                     {"question": "<question>", "history": HISTORY, "antecedent": "<phrase>"}]),
@@ -82,12 +86,12 @@ def _eval_steps() -> dict[str, tuple]:
 
 # step -> (prompt_version, sha256 of its rendered templates)
 PINNED = {
-    'questioner': ('questioner-v2',
-                  'aed74518c1bdee76fe63c66890640bd9fa404b4a79e49d1553a9bac99112745f'),
-    'answerer': ('answerer-v2',
-                '8334e53bee5b9c8e602c7f5da50e65d21c8be93e6d96839c7b8f84bb181fadc1'),
-    'verifier': ('verifier-v2',
-                '3c6a4448f8876fab4fb4f004080554e501f2f4bca347571b6afae5cb3b94b8e4'),
+    'questioner': ('questioner-v3',
+                  '529a668b33aa021dbe308a785c98eab54c4f719759cc54fe7b8667715dd690e6'),
+    'answerer': ('answerer-v3',
+                '3faaa97ee95c5a20831e71eaac6f8e0a9ff44eabafb49c113e55fec7665bb15f'),
+    'verifier': ('verifier-v3',
+                '27d4a2bdfb15128a93f40d26bbf881d47f30368b41b422ab11e2a6146e242738'),
     'uniqueness': ('uniqueness-v2',
                   '2eb3b43b9f13d8b61cae7af9c93dcdba8629cc3846270e47f9f0613adaade357'),
     'humanizer': ('humanizer-v2',
@@ -153,6 +157,6 @@ def test_an_edited_prompt_without_a_bump_fails_with_the_bump_hint():
     step.build_messages = lambda x: [{**m, "content": m["content"] + " Be brief."} for m in original(x)]
     with pytest.raises(pytest.fail.Exception, match=r"the prompt of verifier changed .*: bump prompt_version"):
         _check("verifier", step, inputs)
-    step.prompt_version = "verifier-v3"
-    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v3': pin it"):
+    step.prompt_version = "verifier-v4"
+    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v4': pin it"):
         _check("verifier", step, inputs)

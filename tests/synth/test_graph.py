@@ -106,4 +106,4 @@ def test_unanswerable_turn_has_no_qrels(tmp_path):
     assert {q["sample_id"] for q in store.read_table("qrels").to_pylist()} == {"c1:1"}
     turns = store.read_table("turns").to_pylist()
     assert [t["sample_id"] for t in turns] == ["c1:1", "c1:2"]
-    assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v2"
+    assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v3"

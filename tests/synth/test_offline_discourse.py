@@ -145,3 +145,15 @@ def test_context_phrase_prefers_the_text_wording_to_the_title():
             "title": "Byzantine Empire", "gold_text": ""}]
     p = {"title": "Byzantine Empire", "text": "In the Byzantine Empire the bureaucracy had power."}
     assert context_phrase("What did the bureaucracy have?", p, context_candidates(seg)) == "the Byzantine Empire"
+
+
+def test_fallback_titles_and_named_definitions():
+    from agents.synth.offline.questioning import _defines_a_name, _may_add_it, _title_name
+    assert _title_name("American Pie (song)") == "American Pie"
+    assert _title_name("History of Germany (1945–90)") == "the history of Germany"
+    assert _title_name("Egg donation") == "egg donation"
+    assert _title_name("Wikipedia:Reference desk/Archives/Entertainment/2012 July 7") == ""
+    assert _title_name("IBM Cloud Object Storage") == "IBM Cloud Object Storage"
+    # a named thing is defined without a context; a common one may be asked "in it"
+    assert _defines_a_name("What is the Stanley Cup?") and not _may_add_it("What is the Stanley Cup?")
+    assert not _defines_a_name("What is a bucket?") and _may_add_it("What is a bucket?")

@@ -10,6 +10,11 @@ question type (a date for *when*, a number for *how many*, a person for *who* ..
 number or year the question names is in the supporting context (a question about 1970 is
 not answered by a sentence about 1933); the question and the supporting sentence fit by
 MiniLM similarity; every sentence of the answer is supported by the passage.
+
+A comparison question over two passages (:mod:`agents.synth.offline.compare`) is answered by
+each thing's definition from its own passage with its supporting sentences
+(:func:`compare_answer`), and checked part by part against its own passage
+(:func:`check_compare`).
 """
 from __future__ import annotations
 
@@ -95,3 +100,52 @@ def check(x: dict) -> dict:
 def answerable(question: str, passage_text: str) -> bool:
     """Most of the question's content words are in the passage (the entity and the predicate)."""
     return support(question, clean_passage(passage_text)) >= 0.5 and bool(parse(question))
+
+
+def compare_answer(standalone: str, passages: list[dict]) -> str:
+    """Each compared thing's definition with its supporting context, in the question's order."""
+    from agents.synth.offline.compare import parts
+    ps = parts(standalone, passages)
+    if ps is None:
+        raise ValueError(f"not a comparison of these {len(passages)} passages: {standalone!r}")
+    return " ".join(_context(answer(qa.question, qa.question, p)) for qa, p in ps)
+
+
+def _context(part: str) -> str:
+    """An answer without its leading span ("A major river. The Snake River is ..." -> "The Snake River is ...")."""
+    sents = sentences(part)
+    return " ".join(sents[1:]) if len(sents) > 1 else part
+
+
+def check_compare(x: dict) -> dict:
+    """The verifier's findings for a comparison (``passage`` + ``also``): each part's definition
+    is checked against its own passage as a one-passage answer (:func:`check`), and the answer
+    holds each part's supporting sentences, nothing else."""
+    from agents.synth.offline.compare import parts
+    q = x.get("standalone_question") or x["question"]
+    ps = parts(q, [x["passage"], *x.get("also", [])])
+    if ps is None:
+        return {"span_ok": False, "type_ok": False, "constraints_ok": True, "fit": 0.0, "fit_ok": False,
+                "supported": False, "qtype": "compare", "span": "",
+                "reasons": ["the question is not a comparison of what the gold passages define"]}
+    ans = " ".join(norm(detokenize(x["answer"])).split())
+    reasons: list[str] = []
+    found = {"span_ok": True, "type_ok": True, "constraints_ok": True, "fit_ok": True, "supported": True}
+    fit = 1.0
+    for qa, p in ps:
+        part = answer(qa.question, qa.question, p)
+        c = check({"question": qa.question, "standalone_question": qa.question, "answer": part, "passage": p})
+        for k in found:
+            found[k] = found[k] and c[k]
+        fit = min(fit, c["fit"])
+        reasons += [f"{qa.topic}: {r}" for r in c["reasons"]]
+        if " ".join(norm(_context(part)).split()) not in ans:
+            found["supported"] = False
+            reasons.append(f"the answer leaves out what its passage says about {qa.topic}")
+    left = ans
+    for qa, p in ps:
+        left = left.replace(" ".join(norm(_context(answer(qa.question, qa.question, p))).split()), " ")
+    if len(left.split()) > 3:
+        found["supported"] = False
+        reasons.append("the answer says more than the two passages' definitions")
+    return {**found, "fit": fit, "reasons": reasons, "qtype": "compare", "span": ""}

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from agents.synth.offline import compare
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
                                             history_mentions, main_name, mentions_history, render, segment_topics,
                                             with_context)
@@ -55,11 +56,12 @@ def _given(answer: str, history_answers: list[str]) -> bool:
     return bool(a) and len(a) > 3 and any(f" {a} " in f" {' '.join(words(h))} " for h in history_answers)
 
 
-def ask(x: dict) -> tuple[int, str, str]:
-    """(1-based doc index (0 = none), question as asked, standalone question)."""
+def ask(x: dict) -> tuple[int, str, str, list[int]]:
+    """(1-based doc index (0 = none), question as asked, standalone question, 1-based indexes of
+    the further passages a comparison question needs (empty otherwise))."""
     passages = x["passages"]
     if x.get("unanswerable"):
-        return _unanswerable(x)
+        return (*_unanswerable(x), [])
     used = set(x.get("used_gold") or [])
     segment = [] if x.get("standalone") else list(x.get("segment") or [])
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
@@ -87,12 +89,22 @@ def ask(x: dict) -> tuple[int, str, str]:
             n = len(qa.question.split())
             s -= 0.02 * qa.sent_index + (0.05 * (7 - n) if n < 7 else 0.04 * max(0, n - 12))
             scored.append((-round(s, 6), i, qa.sent_index, qa.question, qa))
+    if not any(e.startswith(compare.OPENING) for e in earlier):     # one comparison per conversation
+        for i, j, qa in compare.candidates(passages):      # (the pair is new: no earlier comparison)
+            s = qa.score + (1.0 if {passages[i]["doc_id"], passages[j]["doc_id"]} - used else 0.0)
+            if segment:
+                if coreferable(qa.extra["x"], topics) is not None:
+                    s += 2.5                         # compares the segment's focus with something new
+                elif mentions_history(qa.question, mentions):
+                    s += 1.5
+            scored.append((-round(s - 0.02 * qa.sent_index, 6), i, qa.sent_index, qa.question,
+                           replace(qa, extra={**qa.extra, "other": j})))
     scored.sort(key=lambda r: r[:4])
     # near-duplicates by meaning, checked lazily on the head of the ranking only
     picked = None
     skip = x.get("attempt", 0)
     for _, i, _, _, qa in scored:
-        if _repeats(qa.question, earlier):
+        if qa.qtype != "compare" and _repeats(qa.question, earlier):
             continue
         if skip:
             skip -= 1
@@ -100,13 +112,20 @@ def ask(x: dict) -> tuple[int, str, str]:
         picked = (i, qa)
         break
     if picked is None:
-        return _fallback(x)
+        return (*_fallback(x), [])
     i, qa = picked
+    others = [qa.extra["other"] + 1] if qa.qtype == "compare" else []
     if not segment:
-        return i + 1, qa.question, qa.question
+        return i + 1, qa.question, qa.question, others
     shares = DiscourseShares(**(x.get("discourse") or {}))
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
-    ctx = context_phrase(qa.question, passages[i], contexts) if coreferable(qa, topics) is None else ""
+    if qa.qtype == "compare":
+        # about the segment's focus: "How is it different from Y?" by the shares, else explicit
+        talk = shares.pronoun + shares.short + shares.ellipsis
+        asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
+        return i + 1, asked or qa.question, qa.question, others
+    ctx = context_phrase(qa.question, passages[i], contexts) \
+        if coreferable(qa, topics) is None and not _defines_a_name(qa.question) else ""
     standalone = with_context(qa.question, ctx) if ctx else qa.question
     if well_formed(standalone) is not None:
         standalone = qa.question
@@ -121,14 +140,41 @@ def ask(x: dict) -> tuple[int, str, str]:
             asked = qa.question
         else:
             asked = standalone
-    return i + 1, asked, standalone
+    return i + 1, asked, standalone, []
 
 
 def _may_add_it(question: str) -> bool:
     """"... in it?" reads naturally only on a short question with no pronoun and no other
     ``in``/``for`` phrase ("Where did X live until its fall in it?" does not)."""
     ws = [w.lower().strip("?,") for w in question.split()]
+    if _defines_a_name(question):
+        return False        # "What is the Columbia River in it?": a named thing is not defined "in it"
     return len(ws) <= 10 and not {"in", "for", "it", "its", "they", "their", "them", "he", "his", "she", "her"} & set(ws)
+
+
+def _defines_a_name(question: str) -> bool:
+    """"What/Who is <a name>?": a named thing is defined without a context ("What is the Stanley
+    Cup in Montreal HC?" and "What is the Columbia River in it?" read wrong)."""
+    raw = question.split()
+    return bool(re.match(r"^(what|who) (is|are|was|were) ", question.lower())) and \
+        any(w[:1].isupper() for w in raw[2:])
+
+
+def _title_name(title: str) -> str:
+    """A page title as a thing to ask about: the disambiguation dropped ("American Pie (song)" ->
+    "American Pie"), a leading common noun made definite ("History of Germany" -> "the history of
+    Germany"); "" for a title that names no thing ("Wikipedia:Reference desk/Archives/...")."""
+    t = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+    if not t or re.search(r"[:/|_#=\[\]{}]", t) or not re.search(r"[A-Za-z]", t) or len(t.split()) > 6:
+        return ""
+    first = t.split()[0]
+    if first[:1].isupper() and not first.isupper() and len(t.split()) > 1:
+        from agents.synth.offline.nlp import parse
+        doc = parse(t)
+        if doc[0].pos_ == "NOUN" and doc[0].tag_ == "NN" and not any(x.pos_ == "PROPN" for x in doc[:2]):
+            # a sentence-case common noun: "Sickle cell disease", "History of Germany"
+            t = ("the " if any(x.lower_ == "of" for x in doc[1:3]) else "") + first.lower() + t[len(first):]
+    return t
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
@@ -136,7 +182,7 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
     i = next((k for k, p in enumerate(passages) if p["doc_id"] not in used), 0)
-    title = (passages[i].get("title") or "").strip() or main_name(passages[i]["text"])
+    title = _title_name((passages[i].get("title") or "").strip()) or main_name(passages[i]["text"])
     if not title:           # the passage's first line when it is a short heading
         first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
         title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""

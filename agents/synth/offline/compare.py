@@ -1,0 +1,128 @@
+"""Comparison questions across two passages of the cluster.
+
+Two shown passages that define two *comparable* things ("VPC security groups" and "the cluster
+security group"; "the Snake River" and "the Portneuf River") give the question people ask when
+they meet both: ``What is the difference between X and Y?``. Its gold is both passages (the
+first defines X, the second Y); the answer is each definition with its supporting sentence,
+each checked against its own passage by the verifier (:func:`parts`).
+
+Comparable: the two topics differ, neither contains the other, neither is a person, and they
+share a content word or their head noun ("VPC security groups" / "the cluster security group";
+"text to speech" / "speech to text"; "a functional ID" / "a federated ID"), or their definitions have the same head noun that is not a generic one ("a
+major river" / "the largest river"), and they are not two names of one thing (close names defined
+alike: "the Second World War" / "World War II"). (Measured on the MTRAG Cloud clusters: close defining
+sentences by MiniLM alone paired unrelated things, "speech to text" / "IBM Cloud Pak for Data".)
+
+As a follow-up whose X is the segment's focus the question leans on the history like people's
+do: "How is it different from Y?" ("How are they different from Y?"); the standalone form
+names both.
+"""
+from __future__ import annotations
+
+import re
+from agents.synth.offline.nlp import parse
+from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
+from agents.synth.text import words
+
+_GENERIC_HEADS = {"way", "set", "part", "type", "kind", "list", "number", "thing", "one", "example", "term",
+                  "name", "feature", "option", "method", "process", "tool", "service", "system", "group"}
+_STOP = {"what", "that", "this", "with", "from", "your", "about", "their", "there", "which", "these", "those"}
+OPENING = "What is the difference between "
+_ASK = re.compile(r"^What is the difference between (?P<x>.+?) and (?P<y>.+)\?$")
+
+
+def _content(topic: str) -> set[str]:
+    return {w.lower() for w in words(topic) if len(w) >= 4 and w.lower() not in _STOP}
+
+
+def _bare(topic: str) -> str:
+    return re.sub(r"^(the|a|an)\s+", "", topic.strip(), flags=re.IGNORECASE).lower()
+
+
+def _head(np_text: str) -> str:
+    doc = parse(np_text)
+    roots = [t for t in doc if t.head == t]
+    return roots[0].lemma_.lower() if roots and roots[0].pos_ in ("NOUN", "PROPN") else ""
+
+
+def definitions(passage: dict) -> list[QA]:
+    """The passage's definitional candidates about a thing (not a person) with a topic."""
+    return [qa for qa in passage_questions(passage["text"], passage.get("title") or "")
+            if qa.qtype == "define" and qa.topic and qa.topic_kind != "PERSON" and qa.answer]
+
+
+def comparable(a: QA, b: QA) -> bool:
+    """See the module docstring."""
+    ta, tb = _bare(a.topic), _bare(b.topic)
+    if not ta or not tb or ta == tb or ta in tb or tb in ta or _same_thing(a, b):
+        return False
+    if _content(a.topic) & _content(b.topic):
+        return True
+    th = _head(a.topic)
+    if th and th not in ("thing", "one", "way", "part", "type", "kind") and th == _head(b.topic):
+        return True             # "a functional ID" / "a federated ID"
+    ha = _head(a.answer)
+    return bool(ha) and ha not in _GENERIC_HEADS and ha == _head(b.answer)
+
+
+def _same_thing(a: QA, b: QA) -> bool:
+    """Two names of one thing ("the Second World War" / "World War II"): close names (MiniLM
+    cosine >= 0.85) defined alike (>= 0.7)."""
+    from agents.synth.offline.semantic import similarity
+    return similarity(a.topic, b.topic) >= 0.85 and similarity(a.answer, b.answer) >= 0.7
+
+
+def question(x_topic: str, y_topic: str) -> str:
+    return finish(f"What is the difference between {x_topic} and {y_topic}")
+
+
+def candidates(passages: list[dict]) -> list[tuple[int, int, QA]]:
+    """``(i, j, qa)``: a comparison question whose gold is passages ``i`` (defines X) and ``j``
+    (defines Y); ``qa.question`` is the standalone form, ``qa.extra`` holds both definitions."""
+    defs = [(i, qa) for i, p in enumerate(passages) for qa in definitions(p)]
+    out: list[tuple[int, int, QA]] = []
+    seen: set[tuple[str, str]] = set()
+    for k, (i, a) in enumerate(defs):
+        for j, b in defs[k + 1:]:
+            if i == j or passages[i]["doc_id"] == passages[j]["doc_id"]:
+                continue
+            key = (_bare(a.topic), _bare(b.topic))
+            if key in seen or not comparable(a, b):
+                continue
+            seen.add(key)
+            for (xi, x), (yi, y) in (((i, a), (j, b)), ((j, b), (i, a))):     # either may be the focus
+                q = question(_lower_article(x.topic), _lower_article(y.topic))
+                if well_formed(q) is not None:
+                    continue
+                out.append((xi, yi, QA(question=q, qtype="compare", answer=x.answer, sentence=x.sentence,
+                                       topic=x.topic, topic_kind=x.topic_kind,
+                                       sent_index=min(x.sent_index, y.sent_index), score=1.3, extra={"x": x, "y": y})))
+    return out
+
+
+def _lower_article(topic: str) -> str:
+    return re.sub(r"^(The|A|An)\b", lambda m: m.group(1).lower(), topic.strip())
+
+
+def follow_up(qa: QA) -> str | None:
+    """The comparison asked about the segment's focus X: "How is it different from Y?"."""
+    y: QA = qa.extra["y"]
+    subj, be = ("they", "are") if qa.topic_kind == "PLUR" else ("it", "is")
+    q = finish(f"How {be} {subj} different from {_lower_article(y.topic)}")
+    return q if well_formed(q, followup=True) is None else None
+
+
+def parts(standalone: str, passages: list[dict]) -> list[tuple[QA, dict]] | None:
+    """For a comparison question over ``passages`` (X's passage first, then Y's): each topic's
+    definitional candidate with its passage, or None when the question is not a comparison or a
+    passage does not define its topic."""
+    m = _ASK.match(standalone.strip())
+    if m is None or len(passages) != 2:
+        return None
+    out = []
+    for topic, p in zip((m.group("x"), m.group("y")), passages):
+        qa = next((d for d in definitions(p) if _bare(d.topic) == _bare(topic)), None)
+        if qa is None:
+            return None
+        out.append((qa, p))
+    return out
