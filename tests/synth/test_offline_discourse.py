@@ -148,12 +148,33 @@ def test_context_phrase_prefers_the_text_wording_to_the_title():
 
 
 def test_fallback_titles_and_named_definitions():
-    from agents.synth.offline.questioning import _defines_a_name, _may_add_it, _title_name
+    from agents.synth.offline.discourse import title_name as _title_name
+    from agents.synth.offline.questioning import _defines_a_name, _may_add_it
     assert _title_name("American Pie (song)") == "American Pie"
     assert _title_name("History of Germany (1945–90)") == "the history of Germany"
     assert _title_name("Egg donation") == "egg donation"
     assert _title_name("Wikipedia:Reference desk/Archives/Entertainment/2012 July 7") == ""
     assert _title_name("IBM Cloud Object Storage") == "IBM Cloud Object Storage"
+    assert _title_name("Sickle cell disease") == "sickle cell disease"
+    assert _title_name("Berlin Wall") == "Berlin Wall"
     # a named thing is defined without a context; a common one may be asked "in it"
     assert _defines_a_name("What is the Stanley Cup?") and not _may_add_it("What is the Stanley Cup?")
     assert not _defines_a_name("What is a bucket?") and _may_add_it("What is a bucket?")
+
+
+def test_refer_back_never_cuts_a_name_and_context_takes_the_sentence_wording():
+    from agents.synth.offline.discourse import context_phrase, refer_back
+    seg = [{"standalone_question": "What is the capital of Germany?", "question": "What is the capital of Germany?",
+            "answer": "Berlin is the capital of Germany.", "title": "Germany", "gold_text": ""}]
+    assert refer_back("What did the Federal Republic of Germany comprise?", seg) is None
+    assert refer_back("What is the population of Germany?", seg) == "What is its population?"
+    pig = {"title": "Guinea pig", "text": "Guinea pig\nThe guinea pig is a species of rodent. Guinea pigs eat grass."}
+    assert context_phrase("What do rodents eat?", pig, ["guinea pig"]) == "the guinea pig"
+    assert context_phrase("What do guinea pigs eat?", pig, ["guinea pig"]) == ""        # already named
+    title_only = {"title": "Sickle cell disease", "text": "Sickle cell disease\nPatients have attacks of pain."}
+    assert context_phrase("What causes attacks of pain?", title_only, ["sickle cell disease"]) == "sickle cell disease"
+    from agents.synth.offline.discourse import context_candidates
+    seg2 = [{"standalone_question": "Who led the Salt March?", "question": "Who led the Salt March?",
+             "answer": "Mahatma Gandhi led the Salt March in 1930.", "title": "Salt March", "gold_text": ""}]
+    assert not any("gandhi" in c for c in context_candidates(seg2))
+

@@ -105,3 +105,12 @@ def test_noun_phrase_headings_become_definitions_about_their_section():
     qs = {q.question: q for q in passage_questions(FAQ, "")}
     mt = qs["What are parallel multipart transfers?"]
     assert mt.qtype == "define" and mt.answer.startswith("Parallel multipart transfers split") and mt.topic_kind == "PLUR"
+
+
+def test_be_agreement_and_quoted_speech_are_malformed():
+    from agents.synth.offline.qgen import well_formed
+    assert "agreement" in well_formed("What were the growing commerce contributing in the decision?")
+    assert well_formed("Where were the soldiers stationed?") is None
+    assert well_formed("What is the media saying about it?") is None          # either number
+    assert "quoted speech" in well_formed("How many months has disillusioned me regarding the supposed merits?")
+    assert well_formed("How do I give my team access to the bucket?") is None

@@ -349,6 +349,8 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         plural = root.tag_ in ("NNS", "NNPS")
         dep = root.dep_
         start, end = c.start, c.end
+        if dep == "pobj" and root.head.lower_ == "of" and root.head.i > 1 and doc[root.head.i - 1].text[:1].isupper():
+            continue          # the end of a name ("the Federal Republic of Germany", "the Government of India")
         if dep == "pobj" and root.head.lower_ == "of" and root.head.head.pos_ == "NOUN":
             noun = root.head.head
             left = noun.left_edge.i
@@ -394,11 +396,14 @@ def context_candidates(segment: list[dict]) -> list[str]:
                 asked.append(c.text)
     # multiword names the conversation mentioned (questions or answers), written with a capital
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
+    people = {norm_np(e.text) for t in segment for e in parse((t.get("answer") or "")[:1500]).ents
+              if e.label_ == "PERSON"}
     out: list[str] = []
     for n in salient + asked + mentioned:
         k = norm_np(n or "")
-        if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()):
-            out.append(k)
+        if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()) \
+                and not any(k == p or k in p.split() for p in people):
+            out.append(k)          # (a person is never the context: "... in Gandhi?")
     return out[:24]
 
 
@@ -409,19 +414,49 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
     passage about it -> "IBM Cloud Object Storage"); "" when none."""
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
-    text = passage["text"][:4000] + "\n" + (passage.get("title") or "")     # the text's own wording first
+    title = passage.get("title") or ""
+    text = passage["text"][:4000] + "\n" + title     # the text's own wording first
     for k in candidates:
         kw = k.split()
-        if 2 * sum(w in qw for w in kw) > len(kw) or (len(kw) == 1 and kw[0] in qw):
-            continue          # the question already names it
-        m = re.search(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, kw)) + r"(?![\w-])", text, re.IGNORECASE)
-        if not m:
+        if 2 * sum(w in qw for w in kw) >= len(kw):
+            continue          # the question already names it (half of its words or more)
+        ms = list(re.finditer(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, kw)) + r"(?![\w-])", text,
+                              re.IGNORECASE))
+        if not ms:
             continue
+        # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")
+        inside = next((x for x in ms if re.search(r"[a-z,;] $", text[max(0, x.start() - 2):x.start()])), None)
+        m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
-        if _names_something(found, text):
+        if inside is None and norm_np(found) == norm_np(title_name(title) or "-"):
+            found = title_name(title)          # only in the title line: the title, its sentence case undone
+            if _names_something(found, text) or len(kw) >= 2:
+                return found
+            continue
+        if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
             # the article the passage writes before it ("the Byzantine Empire")
             return ("the " + found) if text[max(0, m.start() - 4):m.start()].lower() == "the " else found
     return ""
+
+
+def title_name(title: str) -> str:
+    """A page title as a thing to ask about: the disambiguation dropped ("American Pie (song)" ->
+    "American Pie"), sentence case undone for a common noun phrase ("Guinea pig" -> "guinea pig",
+    "History of Germany" -> "the history of Germany"); "" for a title that names no thing
+    ("Wikipedia:Reference desk/Archives/...")."""
+    t = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
+    if not t or re.search(r"[:/|_#=\[\]{}]", t) or not re.search(r"[A-Za-z]", t) or len(t.split()) > 6:
+        return ""
+    ws = t.split()
+    first = ws[0]
+    if len(ws) > 1 and first[:1].isupper() and first[1:].islower():
+        doc = parse(t)
+        rest_lower = all(not w[:1].isupper() for w in ws[1:] if w.lower() not in ("of", "the", "and", "in"))
+        if (doc[0].pos_ == "NOUN" and doc[0].tag_ == "NN" and not any(x.pos_ == "PROPN" for x in doc[:2])) \
+                or (rest_lower and not doc.ents):
+            # a sentence-case common noun phrase: "Sickle cell disease", "History of Germany"
+            t = ("the " if any(x.lower_ == "of" for x in doc[1:3]) else "") + first.lower() + t[len(first):]
+    return t
 
 
 _NOTICE = {"important", "note", "notes", "warning", "tip", "caution", "attention", "example", "examples",

@@ -708,6 +708,10 @@ def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
 
 
 # -- well-formedness --------------------------------------------------------------------------
+_EITHER_NUMBER = {"data", "media", "news", "series", "species", "means", "headquarters", "physics", "economics",
+                  "mathematics", "politics", "staff", "police", "crew", "team", "family", "government", "public"}
+
+
 def well_formed(question: str, followup: bool = False) -> str | None:
     """``None`` when ``question`` is a well-formed English question, else the reason.
 
@@ -778,6 +782,17 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
             if subj.tag_ in ("NNS", "NNPS") and t.lower_ == "does" and subj.pos_ != "PROPN":
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
+        # be-auxiliary agreement: "What were the growing commerce contributing?", "Where is the rivers?"
+        if t.lower_ in ("is", "are", "was", "were") and t.i == 1:
+            verb = t.head if t.dep_ in ("aux", "auxpass") else t
+            subj = next((c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+            if subj is None or subj.pos_ in ("PRON", "PROPN") or any(c.dep_ == "cc" for c in subj.children) \
+                    or subj.lower_ in _EITHER_NUMBER:
+                continue
+            if subj.tag_ == "NN" and t.lower_ in ("are", "were") or subj.tag_ == "NNS" and t.lower_ in ("is", "was"):
+                return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
+    if re.search(r"\b(?:me|us)\b", q, re.IGNORECASE) and not re.search(r"\b(?:I|we)\b", q):
+        return "a first-person object without a first-person subject (quoted speech)"
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
         return f"ends in {last.text!r}"

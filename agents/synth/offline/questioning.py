@@ -28,7 +28,7 @@ from dataclasses import replace
 
 from agents.synth.offline import compare
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
-                                            history_mentions, main_name, mentions_history, render, segment_topics,
+                                            history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage
@@ -160,29 +160,12 @@ def _defines_a_name(question: str) -> bool:
         any(w[:1].isupper() for w in raw[2:])
 
 
-def _title_name(title: str) -> str:
-    """A page title as a thing to ask about: the disambiguation dropped ("American Pie (song)" ->
-    "American Pie"), a leading common noun made definite ("History of Germany" -> "the history of
-    Germany"); "" for a title that names no thing ("Wikipedia:Reference desk/Archives/...")."""
-    t = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
-    if not t or re.search(r"[:/|_#=\[\]{}]", t) or not re.search(r"[A-Za-z]", t) or len(t.split()) > 6:
-        return ""
-    first = t.split()[0]
-    if first[:1].isupper() and not first.isupper() and len(t.split()) > 1:
-        from agents.synth.offline.nlp import parse
-        doc = parse(t)
-        if doc[0].pos_ == "NOUN" and doc[0].tag_ == "NN" and not any(x.pos_ == "PROPN" for x in doc[:2]):
-            # a sentence-case common noun: "Sickle cell disease", "History of Germany"
-            t = ("the " if any(x.lower_ == "of" for x in doc[1:3]) else "") + first.lower() + t[len(first):]
-    return t
-
-
 def _fallback(x: dict) -> tuple[int, str, str]:
     """No candidate left: a definitional question about the first unused passage's title."""
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
     i = next((k for k, p in enumerate(passages) if p["doc_id"] not in used), 0)
-    title = _title_name((passages[i].get("title") or "").strip()) or main_name(passages[i]["text"])
+    title = title_name((passages[i].get("title") or "").strip()) or main_name(passages[i]["text"])
     if not title:           # the passage's first line when it is a short heading
         first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
         title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
