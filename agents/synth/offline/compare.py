@@ -7,32 +7,29 @@ first defines X, the second Y); the answer is each definition with its supportin
 each checked against its own passage by the verifier (:func:`parts`).
 
 Comparable: the two topics differ, neither contains the other, neither is a person, and they
-share a content word or their head noun ("VPC security groups" / "the cluster security group";
-"text to speech" / "speech to text"; "a functional ID" / "a federated ID"), or their definitions have the same head noun that is not a generic one ("a
+share their head noun, not a generic one ("VPC security groups" / "the cluster security group";
+"a functional ID" / "a federated ID"; sharing any word paired "prices for IBM Cloud resources" with
+"queue manager resources"), or their definitions have the same head noun that is not a generic one ("a
 major river" / "the largest river"), and they are not two names of one thing (close names defined
 alike: "the Second World War" / "World War II"). (Measured on the MTRAG Cloud clusters: close defining
 sentences by MiniLM alone paired unrelated things, "speech to text" / "IBM Cloud Pak for Data".)
 
-As a follow-up whose X is the segment's focus the question leans on the history like people's
-do: "How is it different from Y?" ("How are they different from Y?"); the standalone form
-names both.
+Inside a segment only the segment's focus is compared (a comparison of two other things would
+change the subject); the follow-up leans on the history like people's do: "How is it different
+from Y?" ("How are they different from Y?"); the standalone form names both.
 """
 from __future__ import annotations
 
 import re
 from agents.synth.offline.nlp import parse
 from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
-from agents.synth.text import words
 
 _GENERIC_HEADS = {"way", "set", "part", "type", "kind", "list", "number", "thing", "one", "example", "term",
                   "name", "feature", "option", "method", "process", "tool", "service", "system", "group"}
-_STOP = {"what", "that", "this", "with", "from", "your", "about", "their", "there", "which", "these", "those"}
+_GENERIC_TOPIC_HEADS = {"thing", "one", "way", "part", "type", "kind", "resource", "information", "data", "detail",
+                        "option", "setting", "step", "example", "result", "item", "feature", "use", "number"}
 OPENING = "What is the difference between "
 _ASK = re.compile(r"^What is the difference between (?P<x>.+?) and (?P<y>.+)\?$")
-
-
-def _content(topic: str) -> set[str]:
-    return {w.lower() for w in words(topic) if len(w) >= 4 and w.lower() not in _STOP}
 
 
 def _bare(topic: str) -> str:
@@ -56,11 +53,9 @@ def comparable(a: QA, b: QA) -> bool:
     ta, tb = _bare(a.topic), _bare(b.topic)
     if not ta or not tb or ta == tb or ta in tb or tb in ta or _same_thing(a, b):
         return False
-    if _content(a.topic) & _content(b.topic):
-        return True
     th = _head(a.topic)
-    if th and th not in ("thing", "one", "way", "part", "type", "kind") and th == _head(b.topic):
-        return True             # "a functional ID" / "a federated ID"
+    if th and th not in _GENERIC_TOPIC_HEADS and th == _head(b.topic):
+        return True             # "VPC security groups" / "the cluster security group"; "a functional ID" / "a federated ID"
     ha = _head(a.answer)
     return bool(ha) and ha not in _GENERIC_HEADS and ha == _head(b.answer)
 

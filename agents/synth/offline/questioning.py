@@ -93,10 +93,9 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         for i, j, qa in compare.candidates(passages):      # (the pair is new: no earlier comparison)
             s = qa.score + (1.0 if {passages[i]["doc_id"], passages[j]["doc_id"]} - used else 0.0)
             if segment:
-                if coreferable(qa.extra["x"], topics) is not None:
-                    s += 2.5                         # compares the segment's focus with something new
-                elif mentions_history(qa.question, mentions):
-                    s += 1.5
+                if coreferable(qa.extra["x"], topics) is None:
+                    continue                         # in a segment, only the focus is compared with something new
+                s += 2.5
             scored.append((-round(s - 0.02 * qa.sent_index, 6), i, qa.sent_index, qa.question,
                            replace(qa, extra={**qa.extra, "other": j})))
     scored.sort(key=lambda r: r[:4])
