@@ -1,4 +1,4 @@
-"""MinHash near-duplicate removal (datasketch), reference defaults.
+"""MinHash near-duplicate removal (datasketch signatures and banding, a compact LSH index), reference defaults.
 
 Shingles are character 5-grams of the lower-cased, whitespace-collapsed text; 128
 permutations; LSH at Jaccard threshold 0.5. Items are processed in input order and the
