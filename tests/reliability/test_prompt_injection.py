@@ -31,7 +31,7 @@ def _poison(x):
     for key in ("passage", "candidate"):
         if isinstance(x.get(key), dict):
             x[key] = {**x[key], "text": x[key]["text"] + " " + ATTACK}
-    for key in ("passages", "candidates"):
+    for key in ("passages", "candidates", "also"):
         if x.get(key):
             x[key] = [{**p, "text": p["text"] + " " + ATTACK} for p in x[key]]
     return x
