@@ -128,7 +128,8 @@ def check_compare(x: dict) -> dict:
         return {"span_ok": False, "type_ok": False, "constraints_ok": True, "fit": 0.0, "fit_ok": False,
                 "supported": False, "qtype": "compare", "span": "",
                 "reasons": ["the question is not a comparison of what the gold passages define"]}
-    ans = " ".join(norm(detokenize(x["answer"])).split())
+    ans = norm(x["answer"])
+    left = ans                      # what the parts' supporting sentences do not cover
     reasons: list[str] = []
     found = {"span_ok": True, "type_ok": True, "constraints_ok": True, "fit_ok": True, "supported": True}
     fit = 1.0
@@ -139,12 +140,11 @@ def check_compare(x: dict) -> dict:
             found[k] = found[k] and c[k]
         fit = min(fit, c["fit"])
         reasons += [f"{qa.topic}: {r}" for r in c["reasons"]]
-        if " ".join(norm(_context(part)).split()) not in ans:
+        support = norm(_context(part))
+        if support not in ans:
             found["supported"] = False
             reasons.append(f"the answer leaves out what its passage says about {qa.topic}")
-    left = ans
-    for qa, p in ps:
-        left = left.replace(" ".join(norm(_context(answer(qa.question, qa.question, p))).split()), " ")
+        left = left.replace(support, " ")
     if len(left.split()) > 3:
         found["supported"] = False
         reasons.append("the answer says more than the two passages' definitions")

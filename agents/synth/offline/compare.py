@@ -21,6 +21,7 @@ from Y?" ("How are they different from Y?"); the standalone form names both.
 from __future__ import annotations
 
 import re
+
 from agents.synth.offline.nlp import parse
 from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
 
@@ -68,7 +69,7 @@ def _same_thing(a: QA, b: QA) -> bool:
 
 
 def question(x_topic: str, y_topic: str) -> str:
-    return finish(f"What is the difference between {x_topic} and {y_topic}")
+    return finish(f"{OPENING}{x_topic} and {y_topic}")
 
 
 def candidates(passages: list[dict]) -> list[tuple[int, int, QA]]:

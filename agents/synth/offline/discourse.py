@@ -321,6 +321,12 @@ def says_something(question: str) -> bool:
                for t in parse(question))
 
 
+def _people(segment: list[dict]) -> set[str]:
+    """The people the segment's answers name (normalised): never "it", never a context."""
+    return {norm_np(e.text) for t in segment for e in parse((t.get("answer") or "")[:1500]).ents
+            if e.label_ == "PERSON"}
+
+
 def refer_back(question: str, segment: list[dict]) -> str | None:
     """``question`` as a follow-up that refers back with a pronoun to one noun phrase the segment
     already mentioned (:func:`history_mentions`), or None when it names none or the result would
@@ -331,8 +337,7 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
     if not mentions:
         return None
     # people the segment talked about are never "it" (their gender is unknown)
-    people = {norm_np(e.text) for t in segment for e in parse((t.get("answer") or "")[:1500]).ents
-              if e.label_ == "PERSON"}
+    people = _people(segment)
     doc = parse(question)
     for c in doc.noun_chunks:
         root = c.root
@@ -396,8 +401,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
                 asked.append(c.text)
     # multiword names the conversation mentioned (questions or answers), written with a capital
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
-    people = {norm_np(e.text) for t in segment for e in parse((t.get("answer") or "")[:1500]).ents
-              if e.label_ == "PERSON"}
+    people = _people(segment)
     out: list[str] = []
     for n in salient + asked + mentioned:
         k = norm_np(n or "")
