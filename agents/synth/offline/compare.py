@@ -52,13 +52,13 @@ def definitions(passage: dict) -> list[QA]:
 def comparable(a: QA, b: QA) -> bool:
     """See the module docstring."""
     ta, tb = _bare(a.topic), _bare(b.topic)
-    if not ta or not tb or ta == tb or ta in tb or tb in ta or _same_thing(a, b):
+    if not ta or not tb or ta == tb or ta in tb or tb in ta:
         return False
-    th = _head(a.topic)
-    if th and th not in _GENERIC_TOPIC_HEADS and th == _head(b.topic):
-        return True             # "VPC security groups" / "the cluster security group"; "a functional ID" / "a federated ID"
-    ha = _head(a.answer)
-    return bool(ha) and ha not in _GENERIC_HEADS and ha == _head(b.answer)
+    th, ha = _head(a.topic), _head(a.answer)
+    # "VPC security groups" / "the cluster security group"; "a major river" / "the largest river"
+    same_kind = (bool(th) and th not in _GENERIC_TOPIC_HEADS and th == _head(b.topic)) or \
+        (bool(ha) and ha not in _GENERIC_HEADS and ha == _head(b.answer))
+    return same_kind and not _same_thing(a, b)          # (the MiniLM check only for the few pairs left)
 
 
 def _same_thing(a: QA, b: QA) -> bool:
