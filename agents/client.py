@@ -176,6 +176,28 @@ def _with_schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any
     return msgs
 
 
+def _text_or_none(v: Any) -> str | None:
+    return v if isinstance(v, str) else None
+
+
+def unmask_connection_error(exc: BaseException) -> BaseException:
+    """The aiohttp transport maps every ``aiohttp.ClientConnectionError`` (a refused connection,
+    an unknown host, a dropped socket) to ``httpx.ConnectTimeout``, so the SDK raises
+    ``APITimeoutError`` for a server that is not there. Give such an error back its own name
+    (``APIConnectionError``, the httpx transport's answer); a real timeout stays a timeout."""
+    if not isinstance(exc, openai.APITimeoutError):
+        return exc
+    cause: BaseException | None = exc.__cause__
+    while cause is not None:
+        mod = type(cause).__module__
+        if mod.startswith("aiohttp") and not isinstance(cause, (TimeoutError, asyncio.TimeoutError)):
+            err = openai.APIConnectionError(message=f"Connection error: {cause}", request=exc.request)
+            err.__cause__ = cause
+            return err
+        cause = cause.__cause__
+    return exc
+
+
 class LLMClient:
     """Owns the per-endpoint ``AsyncOpenAI`` clients and the concurrency limits.
 
@@ -209,9 +231,14 @@ class LLMClient:
             return c
         ep = self.config.endpoints[name]
         key, headers = endpoint_headers(name, ep)
+        timeout = httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s)
+        # aiohttp refuses credentials in the URL next to the SDK's Authorization header: such an
+        # endpoint keeps the httpx transport (it sends them as the SDK always has)
+        aio = self.config.http_client == "aiohttp" and not httpx2.URL(ep.base_url).userinfo
+        extra = {"http_client": openai.DefaultAioHttpClient(timeout=timeout)} if aio else {}
         c = openai.AsyncOpenAI(
             base_url=ep.base_url, api_key=key, max_retries=0, default_headers=headers or None,
-            timeout=httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s))
+            timeout=timeout, **extra)
         self._clients[name] = c
         return c
 
@@ -306,50 +333,56 @@ class LLMClient:
 
     async def _attempt(self, req: ChatRequest, ep: EndpointConfig) -> Completion:
         client = self._client(req.endpoint)
-        kwargs = self._kwargs(req, ep)
-        if "response_format" in kwargs:
-            # the same JSON on the wire, but the SDK's recursive typed transform of the JSON
-            # schema (the largest client-side cost per call, see benchmarks/llm_layer.py) is skipped
-            kwargs["extra_body"] = {"response_format": kwargs.pop("response_format")}
+        body = self._kwargs(req, ep)
         async with self._sem(req.endpoint), self._global:
             self.in_flight += 1
             self.requests_sent += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             try:
                 async with asyncio.timeout(ep.timeout_s):
-                    resp = await client.chat.completions.create(**kwargs)
+                    # the SDK's documented low-level POST with the body already plain JSON (str
+                    # messages and schema): the same bytes on the wire and the same auth, errors
+                    # and status handling as ``chat.completions.create``, without its recursive
+                    # typed transform of the params and its response model (the largest
+                    # client-side CPU costs per call at concurrency 64; benchmarks/synthesis.py --profile)
+                    resp = await client.post("/chat/completions", cast_to=dict, body=body)
             finally:
                 self.in_flight -= 1
         return self._completion(resp, req)
 
     def _completion(self, resp: Any, req: ChatRequest) -> Completion:
-        choices = getattr(resp, "choices", None) or []
-        if not choices:
+        """A ``chat.completion`` JSON object (a dict, as the SDK returns it for ``cast_to=dict``)."""
+        if not isinstance(resp, dict):
+            raise CallFailed("api_error", f"the server's response is not a JSON object ({scrub(str(resp))[:200]!r})",
+                             error_class="InvalidResponse", status_code=None, retries=0, latency_s=0.0)
+        choices = resp.get("choices") or []
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise CallFailed("api_error", "the server returned no choices", error_class="EmptyResponse",
                              status_code=None, retries=0, latency_s=0.0)
         ch = choices[0]
-        msg = ch.message
+        msg = ch.get("message") if isinstance(ch.get("message"), dict) else {}
         # a model echoing a key (prompt injection, a leaky proxy) must not put it on disk
-        content = scrub_known(getattr(msg, "content", None))
-        refusal = scrub_known(getattr(msg, "refusal", None))
-        u = getattr(resp, "usage", None)
-        if u is not None and u.prompt_tokens is not None:
-            usage = Usage(int(u.prompt_tokens or 0), int(u.completion_tokens or 0))
+        content = scrub_known(_text_or_none(msg.get("content")))
+        refusal = scrub_known(_text_or_none(msg.get("refusal")))
+        u = resp.get("usage") if isinstance(resp.get("usage"), dict) else None
+        if u is not None and u.get("prompt_tokens") is not None:
+            usage = Usage(int(u.get("prompt_tokens") or 0), int(u.get("completion_tokens") or 0))
         else:
             ptext = "".join(str(m.get("content", "")) for m in req.messages)
             usage = Usage(estimate_tokens(ptext), estimate_tokens(content or refusal or ""), True)
         lps: tuple[TokenLogprob, ...] | None = None
         if req.logprobs:
-            lp = getattr(ch, "logprobs", None)
-            items = getattr(lp, "content", None) if lp is not None else None
+            lp = ch.get("logprobs")
+            items = lp.get("content") if isinstance(lp, dict) else None
             if items is None and refusal is None:
                 raise LogprobsUnsupported(req.endpoint, req.model, "the response carries no logprobs")
             lps = tuple(
-                TokenLogprob(t.token, float(t.logprob),
-                             tuple((x.token, float(x.logprob)) for x in (t.top_logprobs or ())))
+                TokenLogprob(t["token"], float(t["logprob"]),
+                             tuple((x["token"], float(x["logprob"])) for x in (t.get("top_logprobs") or ())))
                 for t in (items or ()))
-        return Completion(content=content, refusal=refusal, finish_reason=getattr(ch, "finish_reason", None),
-                          model=getattr(resp, "model", None), usage=usage, logprobs=lps)
+        model = resp.get("model")
+        return Completion(content=content, refusal=refusal, finish_reason=ch.get("finish_reason"),
+                          model=model if isinstance(model, str) else None, usage=usage, logprobs=lps)
 
     def _classify(self, exc: BaseException, req: ChatRequest) -> BaseException:
         """Map an exception of one attempt to _Transient or a final error."""
@@ -415,6 +448,7 @@ class LLMClient:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - classified below
+                exc = unmask_connection_error(exc)
                 if not downgraded and self._should_downgrade(exc, req):
                     downgraded = True
                     self._mode[req.endpoint] = "text"

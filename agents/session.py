@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from common.aio import run as aio_run
 from agents.accounting import CallLog, CallRecord, RoleTotals, format_totals, new_call_id, read_calls
 from agents.budget import Budget
 from agents.cache import CallCache, cache_key
@@ -90,6 +91,7 @@ class LLMSession:
         self.stopped_reason: str | None = None
         self._inflight: dict[str, asyncio.Future] = {}
         self._checked_prices: set[str] = set()
+        self._resolved: dict[int, tuple[LLMStep, ResolvedRole]] = {}   # id(step) -> (step, resolution)
         self._closed = False
 
     def __repr__(self) -> str:
@@ -158,6 +160,9 @@ class LLMSession:
 
     # -- running ----------------------------------------------------------------------------
     def resolve(self, step: LLMStep) -> ResolvedRole:
+        hit = self._resolved.get(id(step))
+        if hit is not None and hit[0] is step:   # the config is frozen: once per step and session
+            return hit[1]
         resolved = self.config.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling,
                                        backend=self.backend)
         if resolved.backend == "offline" and not step.has_offline:
@@ -169,6 +174,7 @@ class LLMSession:
                 raise LLMConfigError(f"budget.max_usd is set but model {resolved.model!r} has no price "
                                      "under `prices`; add one or use budget.max_tokens")
             self._checked_prices.add(resolved.model or "")
+        self._resolved[id(step)] = (step, resolved)
         return resolved
 
     async def run(self, step: LLMStep, inputs: Any, *, item_id: str | None = None,
@@ -441,4 +447,4 @@ def run_batch(config: LLMConfig, step: LLMStep, inputs: Sequence[Any], *,
     async def main() -> BatchResult:
         async with LLMSession(config, store=store, backend=backend, **session_kwargs) as llm:
             return await llm.map(step, inputs, item_ids=item_ids, on_budget=on_budget)
-    return asyncio.run(main())
+    return aio_run(main())

@@ -1,8 +1,11 @@
 """Benchmark of the LLM layer against the fake OpenAI-compatible server.
 
 1. Throughput: calls/s at concurrency 1, 8, 32, 64 with a fixed server latency (default
-   100 ms), against the ideal ``concurrency / latency`` and the bare ``openai`` client at
-   the same concurrency (the client-side CPU ceiling of the machine). Every call is a cache miss with the
+   100 ms), against the ideal ``concurrency / latency`` and two bare ``openai`` clients at
+   the same concurrency: the SDK with its defaults (httpx2 transport, asyncio loop: what a
+   user's own script gets) and the SDK on the layer's own stack (``llm.http_client`` =
+   aiohttp, the uvloop loop of ``common/aio.py``: the client-side CPU ceiling of the machine,
+   so ``ours/same`` is the cost of the layer alone). Every call is a cache miss with the
    full path (request, cache write, ``llm_calls`` row, validation).
 2. Framework overhead per call, in ms: a whole cached call (lookup + validation + row), a
    miss minus the bare ``openai`` client on a zero-latency server, the per-miss distribution
@@ -33,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openai  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
+
+from common.aio import run as aio_run  # noqa: E402
 
 from agents.accounting import CallLog, CallRecord, new_call_id  # noqa: E402
 from agents.cache import CallCache, cache_key  # noqa: E402
@@ -66,6 +71,13 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
 COMMIT: dict = {}   # accounting_flush_every / commit_interval_ms overrides (default: the config's)
 
 
+def bare_client(url: str, stack: str = "same") -> openai.AsyncOpenAI:
+    """The bare SDK client: ``same`` = on the layer's transport (``LLMConfig().http_client``),
+    ``default`` = the SDK's own defaults."""
+    kw = {"http_client": openai.DefaultAioHttpClient()} if stack == "same" and LLMConfig().http_client == "aiohttp" else {}
+    return openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, **kw)
+
+
 def config(url: str, conc: int, cache_dir: str | None) -> LLMConfig:
     return LLMConfig(endpoints={"fake": EndpointConfig(base_url=url, model="fake-model", max_concurrency=conc)},
                      max_concurrency=conc, cache=CacheConfig(enabled=cache_dir is not None, dir=cache_dir), **COMMIT)
@@ -79,7 +91,7 @@ async def paired_overhead(url: str, cfg: LLMConfig, n: int, run_dir: str) -> dic
     ``cpu`` = the event loop thread's CPU time of the miss minus that of the first bare call
     (work the layer adds on the calls' thread, whatever the machine's load). The final commit
     at close is spread over the calls."""
-    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    client = bare_client(url)
     rf = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": Answer.model_json_schema()}}
 
     async def bare(tag: str) -> None:
@@ -125,9 +137,9 @@ async def run_batch(cfg: LLMConfig, xs: list[str], run_dir: str) -> float:
     return dt
 
 
-async def bare_concurrent(url: str, c: int, n: int) -> float:
+async def bare_concurrent(url: str, c: int, n: int, stack: str = "same") -> float:
     """calls/s of the bare ``openai`` client (no layer) at concurrency ``c``: the ceiling."""
-    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    client = bare_client(url, stack)
     sem = asyncio.Semaphore(c)
 
     async def one(i: int) -> None:
@@ -147,19 +159,20 @@ def throughput(url: str, latency: float, levels: list[int], rounds: int, tmp: st
     rows = []
     for c in levels:
         n = max(c * rounds, 20)
-        dts, bares = [], []
+        dts, bares, defaults = [], [], []
         for r in range(repeats):
             xs = [f"tp-{c}-{r}-{i}" for i in range(n)]
-            dts.append(asyncio.run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}-{r}"), xs, f"{tmp}/tp-{c}-{r}")))
-            bares.append(asyncio.run(bare_concurrent(url, c, n)))
-        dt, bare = min(dts), max(bares)
+            dts.append(aio_run(run_batch(config(url, c, f"{tmp}/cache-tp-{c}-{r}"), xs, f"{tmp}/tp-{c}-{r}")))
+            bares.append(aio_run(bare_concurrent(url, c, n, "same")))
+            defaults.append(asyncio.run(bare_concurrent(url, c, n, "default")))
+        dt, bare, default = min(dts), max(bares), max(defaults)
         ideal = c / latency
-        rows.append((c, n, n / dt, bare, ideal, n / dt / ideal, n / dt / bare))
+        rows.append((c, n, n / dt, bare, default, ideal, n / dt / ideal, n / dt / bare, n / dt / default))
     return rows
 
 
 async def bare_openai(url: str, n: int) -> float:
-    client = openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0)
+    client = bare_client(url)
     rf = {"type": "json_schema", "json_schema": {"name": "Answer", "schema": Answer.model_json_schema()}}
     t0 = time.perf_counter()
     for i in range(n):
@@ -176,15 +189,15 @@ def overhead(url0: str, n: int, tmp: str) -> dict[str, float | tuple[float, floa
     out: dict[str, float | tuple[float, float, float]] = {}
     xs = [f"oh-{i}" for i in range(n)]
     cfg = config(url0, 1, f"{tmp}/cache-oh")
-    bare = min(asyncio.run(bare_openai(url0, n)) for _ in range(2))
-    miss = asyncio.run(run_batch(cfg, xs, f"{tmp}/oh-miss")) / n
-    hit = asyncio.run(run_batch(cfg, xs, f"{tmp}/oh-hit")) / n
+    bare = min(aio_run(bare_openai(url0, n)) for _ in range(2))
+    miss = aio_run(run_batch(cfg, xs, f"{tmp}/oh-miss")) / n
+    hit = aio_run(run_batch(cfg, xs, f"{tmp}/oh-hit")) / n
     out["bare openai client call (0 ms server)"] = bare * 1e3
     out["layer call, cache miss (0 ms server)"] = miss * 1e3
     out["  => framework overhead on a miss"] = (miss - bare) * 1e3
     out["layer call, cache hit (lookup+validate+row)"] = hit * 1e3
     # distribution: each miss timed alone, against a bare call timed right before it
-    d = asyncio.run(paired_overhead(url0, config(url0, 1, f"{tmp}/cache-ohd"), n, f"{tmp}/ohd"))
+    d = aio_run(paired_overhead(url0, config(url0, 1, f"{tmp}/cache-ohd"), n, f"{tmp}/ohd"))
     for series, label in (("layer", "overhead per miss (layer call - bare call)"),
                           ("floor", "floor: bare call - bare call (no layer)"),
                           ("cpu", "loop-thread CPU per miss (layer - bare)")):
@@ -272,12 +285,14 @@ def main(argv: list[str] | None = None) -> None:
             p.wait(5)
     print(f"\nThroughput, fake server latency {a.latency_ms:.0f} ms (cache misses, full path, "
           f"accounting_flush_every={eff_cfg.accounting_flush_every}, commit_interval_ms={eff_cfg.commit_interval_ms:g})")
-    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'bare client':>12} {'ideal':>8} {'efficiency':>10}"
-          f" {'ours/bare':>9}")
-    for c, n, cps, bare, ideal, eff, ratio in tp:
-        print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>12.1f} {ideal:>8.1f} {eff:>9.0%} {ratio:>9.2f}")
-    print("(bare client = the openai SDK alone at that concurrency: the CPU ceiling of this machine;"
-          " efficiency = calls/s / ideal)")
+    print(f"{'concurrency':>11} {'calls':>6} {'calls/s':>9} {'bare same':>10} {'bare SDK':>9} {'ideal':>8}"
+          f" {'efficiency':>10} {'ours/same':>9} {'ours/SDK':>8}")
+    for c, n, cps, bare, default, ideal, eff, ratio, rdef in tp:
+        print(f"{c:>11} {n:>6} {cps:>9.1f} {bare:>10.1f} {default:>9.1f} {ideal:>8.1f} {eff:>9.0%} {ratio:>9.2f}"
+              f" {rdef:>8.2f}")
+    print(f"(bare same = the openai SDK alone on the layer's stack ({LLMConfig().http_client} transport, "
+          "common.aio loop): the CPU ceiling of this machine; bare SDK = the SDK with its defaults (httpx2, "
+          "asyncio); efficiency = calls/s / ideal)")
     print(f"\nPer-call cost in ms (n={a.n_overhead}; distributions: median / p95 / p99)")
     for k, v in oh.items():
         if isinstance(v, tuple):
@@ -286,9 +301,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  {k:<48} {v:>8.3f}")
     row64 = [r for r in tp if r[0] == 64] or tp[-1:]
     if row64:
-        c, _, cps, bare, _, _, ratio = row64[0]
-        print(f"\nsummary ({start_load} at start, {load_average()} at end): ours/bare {ratio:.2f} at "
-              f"concurrency {c}; overhead per miss median / p95 / p99 "
+        c, _, cps, bare, _, _, _, ratio, rdef = row64[0]
+        print(f"\nsummary ({start_load} at start, {load_average()} at end): at concurrency {c} ours/same-stack "
+              f"bare {ratio:.2f}, ours/SDK-default bare {rdef:.2f}; overhead per miss median / p95 / p99 "
               + " / ".join(f"{x:.2f}" for x in oh["  => overhead per miss (layer call - bare call)"])
               + " ms (floor " + " / ".join(f"{x:.2f}" for x in oh["  => floor: bare call - bare call (no layer)"])
               + " ms)")

@@ -218,46 +218,56 @@ def one_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int,
 
 
 class RecordRequests:
-    """Records the keyword arguments of every ``openai`` chat completion the run sends."""
+    """Records the JSON body of every chat completion the run sends (the layer posts it
+    through the SDK's ``AsyncOpenAI.post``)."""
 
     def __enter__(self) -> list[dict]:
-        from openai.resources.chat.completions import AsyncCompletions
-        self.orig = AsyncCompletions.create
+        import openai
+        self.orig = openai.AsyncOpenAI.post
         self.seen: list[dict] = []
         seen, orig = self.seen, self.orig
 
-        async def create(client_self, *a, **kw):
-            seen.append(kw)
-            return await orig(client_self, *a, **kw)
-        AsyncCompletions.create = create
+        async def post(client_self, path, *a, **kw):
+            if path == "/chat/completions" and kw.get("body") is not None:
+                seen.append(dict(kw["body"]))
+            return await orig(client_self, path, *a, **kw)
+        openai.AsyncOpenAI.post = post
         return self.seen
 
     def __exit__(self, *exc) -> None:
-        from openai.resources.chat.completions import AsyncCompletions
-        AsyncCompletions.create = self.orig
+        import openai
+        openai.AsyncOpenAI.post = self.orig
 
 
-def bare_replay(base_url: str, requests: list[dict], inflight: int) -> tuple[float, float]:
+def bare_replay(base_url: str, requests: list[dict], inflight: int, stack: str) -> tuple[float, float]:
     """(seconds, CPU seconds) of the bare ``openai`` client sending ``requests`` with
-    ``inflight`` in flight: the client-side ceiling of this machine for the same calls."""
+    ``chat.completions.create`` and ``inflight`` in flight: ``stack`` "sdk" = the SDK's defaults
+    (httpx2 transport, asyncio loop: a user's own script), "same" = the layer's transport and
+    loop (``llm.http_client``, ``common.aio``): the client-side ceiling of this machine."""
     import asyncio
 
     import openai
 
+    from agents.config import LLMConfig
+    from common.aio import run as aio_run
+
+    same = stack == "same"
+
     async def main() -> float:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0)
+        kw = {"http_client": openai.DefaultAioHttpClient()} if same and LLMConfig().http_client == "aiohttp" else {}
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, **kw)
         sem = asyncio.Semaphore(inflight)
 
-        async def one(kw: dict) -> None:
+        async def one(body: dict) -> None:
             async with sem:
-                await client.chat.completions.create(**kw)
+                await client.chat.completions.create(**body)
         t0 = time.perf_counter()
-        await asyncio.gather(*(one(kw) for kw in requests))
+        await asyncio.gather(*(one(b) for b in requests))
         dt = time.perf_counter() - t0
         await client.close()
         return dt
     c0 = _cpu()
-    dt = asyncio.run(main())
+    dt = (aio_run if same else asyncio.run)(main())
     return dt, _cpu() - c0
 
 
@@ -306,11 +316,7 @@ def raw_replay(base_url: str, requests: list[dict], inflight: int) -> tuple[floa
 
     import httpx2 as httpx     # the HTTP package the openai SDK here runs on
 
-    bodies = []
-    for kw in requests:
-        body = {k: v for k, v in kw.items() if k not in ("extra_body", "timeout", "extra_headers")}
-        body.update(kw.get("extra_body") or {})
-        bodies.append(body)
+    bodies = requests
 
     async def main() -> float:
         limits = httpx.Limits(max_connections=inflight, max_keepalive_connections=inflight)
@@ -358,12 +364,12 @@ CATEGORIES = [
     ("uniqueness search (retrieval, bm25s, numpy)", ("/retrieval/", "bm25s", "numpy")),
     ("our agents (agents/synth)", ("/agents/synth/",)),
     ("our LLM layer (agents/session, client, cache, accounting, parsing)", ("/agents/",)),
-    ("HTTP client (openai, httpx, httpcore, h11, ssl, json)", ("openai", "httpx", "httpcore", "h11", "anyio",
-                                                                "ssl", "json")),
+    ("HTTP client (openai, httpx, aiohttp, ssl, json)", ("openai", "httpx", "httpcore", "h11", "anyio", "aiohttp",
+                                                         "multidict", "yarl", "ssl", "json")),
     ("pydantic", ("pydantic",)),
     ("Parquet / Arrow writes", ("pyarrow", "/storage/")),
     ("Prefect", ("prefect",)),
-    ("asyncio event loop, selectors, sockets", ("asyncio", "selectors", "socket")),
+    ("asyncio / uvloop event loop, selectors, sockets", ("asyncio", "uvloop", "selectors", "socket")),
 ]
 
 
@@ -479,13 +485,15 @@ def main() -> None:
             conc = max(args.concurrency)
             # the ceiling: the bare openai client alone sending the same requests, latency fully
             # overlapped (as many in flight as the run could have); the synthesis cannot beat it
-            s0 = ep.cpu()
-            bdt, bcpu = bare_replay(ep.base_url, sent, conc * 5)
-            bsrv = ep.cpu() - s0
-            print(f"{'bare client':>11}{bdt:>9.1f}{'':>10}{'':>9}{ideal_s / bdt:>6.0%}{bcpu / max(r['ok'], 1):>11.4f}"
-                  f"   (the same {len(sent)} requests, bare openai client, {conc * 5} in flight: the client-side "
-                  f"ceiling, {len(sent) / bdt:.0f} calls/s; CPU s per accepted turn of the run; endpoint "
-                  f"{bsrv / max(r['ok'], 1):.4f})", flush=True)
+            for stack, what in (("sdk", "the SDK's defaults: httpx2, asyncio"),
+                                ("same", "the layer's transport and loop: the client-side ceiling")):
+                s0 = ep.cpu()
+                bdt, bcpu = bare_replay(ep.base_url, sent, conc * 5, stack)
+                bsrv = ep.cpu() - s0
+                print(f"{'bare ' + stack:>11}{bdt:>9.1f}{'':>10}{'':>9}{ideal_s / bdt:>6.0%}"
+                      f"{bcpu / max(r['ok'], 1):>11.4f}   (the same {len(sent)} requests, bare openai client on {what}, "
+                      f"{conc * 5} in flight, {len(sent) / bdt:.0f} calls/s; CPU s per accepted turn of the run; "
+                      f"endpoint {bsrv / max(r['ok'], 1):.4f})", flush=True)
             s0 = ep.cpu()
             hdt, hcpu = raw_replay(ep.base_url, sent, conc * 5)
             hsrv = ep.cpu() - s0

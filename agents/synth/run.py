@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from common.aio import run as aio_run
 from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
 from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
@@ -292,7 +293,7 @@ def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, d
     """Run ``plans`` through the conversation graph (resuming checkpointed ones); returns the
     conversations' states, the budget stop reason (or None) and the LLM totals per role.
     ``key``: the run's :func:`synthesis_key` when the caller computed it once for all batches."""
-    return asyncio.run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress, key))
+    return aio_run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress, key))
 
 
 def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:
@@ -311,7 +312,7 @@ def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, d
                 if snap.values:
                     out[p.conv_id] = snap.values
         return out
-    return asyncio.run(main())
+    return aio_run(main())
 
 
 def split_of(seed: int, conv_id: str, test_share: float) -> str:

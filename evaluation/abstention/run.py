@@ -33,13 +33,13 @@ Examples:
 """
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
+from common.aio import run as aio_run
 from agents.config import LLMConfig
 from agents.errors import LogprobsUnsupported
 from agents.session import LLMSession
@@ -144,7 +144,7 @@ def run_abstention(benchmark: Benchmark | str | Path, out_dir: str | Path, confi
     if not turns:
         raise AbstentionError(f"benchmark {bench.name} has no turn with a relevant qrels passage to analyse")
     store = RunStore(str(out_dir)).ensure()
-    labels = asyncio.run(_LLMPhase(bench, turns, cfg, roles, store, progress or (lambda *a: None)).run())
+    labels = aio_run(_LLMPhase(bench, turns, cfg, roles, store, progress or (lambda *a: None)).run())
     result = analyse(bench, turns, cfg, roles, negatives, labels, Path(store.path))
     write_run(store, result, bench, turns, roles, labels.call_rows)
     return result

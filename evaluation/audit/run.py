@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
+from common.aio import run as aio_run
 from agents.config import LLMConfig
 from agents.results import StepResult
 from agents.session import LLMSession
@@ -161,7 +162,7 @@ def judge_batch(batch: JudgeBatch, llm_config: LLMConfig, *, prepared: PreparedB
     async def main() -> list[dict[str, Any]]:
         async with LLMSession(llm_config, store=store, write_manifest=False) as llm:
             return await _judge(llm, batch, config, _Heuristics({prepared.name: prepared}))
-    return asyncio.run(main())
+    return aio_run(main())
 
 
 # --------------------------------------------------------------------------------------
@@ -353,7 +354,7 @@ def run_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence[str 
     index_dir = negatives_index_dir(store)
     prepared = [prepare_benchmark(b, config, cache_dir=cache_dir, index_dir=index_dir) for b in benches]
     batches = plan_batches(prepared, specs)
-    rows, llm = asyncio.run(judge_batches(batches, cfg, prepared=prepared, config=config,
+    rows, llm = aio_run(judge_batches(batches, cfg, prepared=prepared, config=config,
                                           store=store if write else None))
     return finalize(prepared, specs, rows, config, store, human_ratings=human_ratings, llm=llm, write=write)
 
