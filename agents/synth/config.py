@@ -11,6 +11,11 @@ class SynthConfig(BaseModel):
     conversations: int | None = Field(None, ge=1, description="conversations to generate (default: one per cluster)")
     turns: int = Field(12, ge=1, description="T: user turns per conversation")
     shown_passages: int = Field(5, ge=1, description="passages the questioner sees per turn")
+    focus_passages: int = Field(2, ge=0, description=(
+        "of the shown passages on a follow-up turn, how many are the previous turn's gold passage and the pool "
+        "passages closest to it (same title, then shared words), so that a conversation can stay on its subject "
+        "as people's do; the rest are a seeded random sample of the pool. 0 = a uniform sample every turn "
+        "(the reference pipeline); first and switch turns are always uniform"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")

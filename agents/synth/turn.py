@@ -5,14 +5,55 @@ from __future__ import annotations
 import json
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
+from agents.synth.text import jaccard_words
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
-    """A seeded sample of ``shown_passages`` from the conversation's current cluster pool."""
+    """``shown_passages`` from the conversation's current cluster pool: on a follow-up, the
+    ``focus_passages`` closest to the previous turn's gold (:func:`focus_passages`), the rest a
+    seeded random sample; the order shuffled (seeded), so a position says nothing."""
     pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
-    shown = rng.sample(pool, min(ctx.cfg.shown_passages, len(pool)))
+    n = min(ctx.cfg.shown_passages, len(pool))
+    focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n))
+    rest = [d for d in pool if d not in set(focus)]
+    shown = focus + rng.sample(rest, n - len(focus))
+    if focus:
+        rng.shuffle(shown)
     return {"shown": shown, "cand": None, "answer": None, "extra": [], "turn_error": None}
+
+
+def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k: int) -> list[str]:
+    """On a follow-up turn (not the first, not the switch turn): the previous accepted turn's gold
+    passage of this segment and the ``k - 1`` pool passages closest to it (same title first,
+    then the content-word Jaccard of title and opening text; ties by doc_id). Empty otherwise."""
+    if k <= 0:
+        return []
+    st = state.get("switch_turn")
+    second = in_second_topic(state)
+    if state["turn"] == 1 or (st is not None and state["turn"] == st):
+        return []
+    members = set(pool)
+    prev = None
+    for t in reversed(state.get("turns", [])):
+        if t.get("status") != "ok" or (st is not None and (t["turn"] >= st) != second):
+            continue
+        prev = next((g for g in t.get("gold_doc_ids") or [] if g in members), None)
+        if prev is not None:
+            break
+    if prev is None:
+        return []
+    ref = corpus[prev]
+
+    def view(d: str) -> str:
+        c = corpus[d]
+        return f"{c.get('title') or ''} {c['text'][:400]}"
+
+    ref_view, ref_title = view(prev), (ref.get("title") or "").strip().lower()
+    near = sorted((d for d in pool if d != prev),
+                  key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
+                                 -jaccard_words(ref_view, view(d)), d))
+    return [prev, *near[:k - 1]]
 
 
 def next_attempt(state: ConvState) -> dict:
