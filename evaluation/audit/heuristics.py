@@ -50,11 +50,16 @@ class EvidenceIndex:
         corpus: the benchmark corpus.
         bm25: an indexed ``BM25Retriever`` over :func:`~evaluation.audit.candidates.corpus_docs`
             (built on first use when None).
+        index_dir: the audit run's persisted index folder (``<run>/cache/index``): without
+            ``bm25``, the BM25 is opened from there (built once per run and corpus, memory-mapped:
+            :func:`retrieval.corpus_index.persisted_retriever`, the hard-negative miner's own
+            component) instead of built in memory.
     """
 
-    def __init__(self, corpus: Mapping[str, Document], bm25=None) -> None:
+    def __init__(self, corpus: Mapping[str, Document], bm25=None, index_dir=None) -> None:
         self.corpus = corpus
         self._bm25 = bm25
+        self._index_dir = index_dir
         self._stats: TermStats | None = None
         self._terms: dict[str, frozenset[str]] = {}
         self._scores: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -69,9 +74,15 @@ class EvidenceIndex:
     @property
     def bm25(self):
         if self._bm25 is None:
-            from evaluation.audit.candidates import corpus_docs
-            from retrieval.registry import indexed_retriever
-            self._bm25 = indexed_retriever("bm25", corpus_docs(self.corpus))
+            from evaluation.audit.candidates import corpus_docs, corpus_docs_key
+            docs = corpus_docs(self.corpus)
+            if self._index_dir is not None:
+                from retrieval.corpus_index import persisted_retriever
+                self._bm25 = persisted_retriever("bm25", self._index_dir, corpus_docs_key(docs),
+                                                 [d for d, _ in docs], [t for _, t in docs])
+            else:
+                from retrieval.registry import indexed_retriever
+                self._bm25 = indexed_retriever("bm25", docs)
         return self._bm25
 
     def terms(self, p: Mapping[str, Any]) -> frozenset[str]:

@@ -225,7 +225,7 @@ def prepare_benchmark(bench: Benchmark, config: AuditConfig, *, cache_dir: str |
                     units.append(Unit(bench.name, t.sample_id, "distinguishability", c.variant, t.sample_id,
                                       {**base(t), "candidates": [_passage(bench, d) for d in c.order]},
                                       t.generator, cset=c))
-    index = index or EvidenceIndex(bench.corpus)
+    index = index or EvidenceIndex(bench.corpus, index_dir=index_dir)
     return PreparedBenchmark(name=bench.name, format=bench.format, benchmark=bench, n_turns=len(bench.turns),
                              selected=[t.sample_id for t in turns], units=units, skipped=skipped,
                              candidate_sets=csets, query_source=qsource, index=index, negatives=neg_info)

@@ -120,6 +120,25 @@ def test_an_audit_rerun_reopens_the_persisted_index_and_equals_the_in_memory_aud
         [{k: v for k, v in r.items() if k != "cache_hit"} for r in first.scores]
 
 
+def test_the_retrieval_heuristic_without_distinguishability_uses_the_persisted_bm25(tmp_path, builds):
+    """Distinguishability off: no miner, but the ``retrieval`` heuristic's BM25 is still the
+    persisted component (built once, reopened by a rerun) with the in-memory audit's scores."""
+    bench = _bench()
+    cfg = AuditConfig(metrics=["alignment"], n_resamples=200)
+    out = tmp_path / "run"
+    first = run_audit(bench, ["retrieval"], out=out, config=cfg)
+    assert builds["bm25"] == 1 and builds["dense"] == 0
+    assert [p.split("-")[0] for p in _snapshot(out / "cache" / "index")] == ["bm25"]
+    ci.forget_open()
+    second = run_audit(bench, ["retrieval"], out=out, config=cfg)
+    assert builds["bm25"] == 1                                      # reopened
+    mem = run_audit(bench, ["retrieval"], config=cfg, write=False)
+    assert builds["bm25"] == 2
+    strip = [{k: v for k, v in r.items() if k != "cache_hit"} for r in mem.scores]
+    assert strip and [{k: v for k, v in r.items() if k != "cache_hit"} for r in second.scores] == strip
+    assert [{k: v for k, v in r.items() if k != "cache_hit"} for r in first.scores] == strip
+
+
 def test_negatives_index_dir():
     assert negatives_index_dir(None) is None
     assert negatives_index_dir("runs/a") == Path("runs/a/cache/index")
