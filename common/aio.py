@@ -30,5 +30,10 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)`` on the chosen loop (a fresh loop, closed afterwards)."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+    try:
+        factory = loop_factory()
+    except BaseException:
+        coro.close()          # never started: no "was never awaited" warning
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(coro)
