@@ -28,13 +28,15 @@ def test_detokenize_undoes_tokenised_spacing():
     ("What is IBM Cloudant IBM Cloudant?", "repeated phrase"),
     ("What they use in the cluster?", "auxiliary"),
     ("How does the users log in?", "agreement"),
+    ("What does IBM Cloudant providen't at our data centers?", "negation glued"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
 
 
 @pytest.mark.parametrize("q", ["When was the Berlin Wall built?", "How many people escaped over the wall?",
-                               "Where did guinea pigs originate?", "Can I store images in IBM Cloudant?"])
+                               "Where did guinea pigs originate?", "Can I store images in IBM Cloudant?",
+                               "Why doesn't the cluster start at boot time?"])
 def test_well_formed_accepts_questions(q):
     assert well_formed(q) is None
 

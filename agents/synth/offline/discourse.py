@@ -402,13 +402,26 @@ def context_candidates(segment: list[dict]) -> list[str]:
     # multiword names the conversation mentioned (questions or answers), written with a capital
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
     people = _people(segment)
+    said = _said_words(segment)
     out: list[str] = []
     for n in salient + asked + mentioned:
         k = norm_np(n or "")
-        if k and k not in out and k not in _GENERIC and any(len(w) >= 4 and w not in sw for w in k.split()) \
-                and not any(k == p or k in p.split() for p in people):
-            out.append(k)          # (a person is never the context: "... in Gandhi?")
+        content = [w for w in k.split() if len(w) >= 4 and w not in sw]
+        if k and k not in out and k not in _GENERIC and content \
+                and not any(k == p or k in p.split() for p in people) \
+                and 2 * sum(w in said for w in content) >= len(content):
+            # (a person is never the context: "... in Gandhi?"; and the context is what the
+            # conversation said - at least half its content words were in a question or an answer -,
+            # not a page title nobody mentioned: a person's rewrite adds words from the history)
+            out.append(k)
     return out[:24]
+
+
+def _said_words(segment: list[dict]) -> set[str]:
+    """Lower-cased words of the segment's questions (asked and standalone) and answers."""
+    text = " ".join(f"{t.get('question') or ''} {t.get('standalone_question') or ''} {t.get('answer') or ''}"
+                    for t in segment)
+    return {w.lower() for w in re.findall(r"[^\W_]+", text)}
 
 
 def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:

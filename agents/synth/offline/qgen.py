@@ -712,6 +712,10 @@ _EITHER_NUMBER = {"data", "media", "news", "series", "species", "means", "headqu
                   "mathematics", "politics", "staff", "police", "crew", "team", "family", "government", "public"}
 
 
+_NEG_STEMS = {"do", "does", "did", "is", "are", "was", "were", "has", "have", "had", "ca", "wo", "could", "should",
+              "would", "must", "need", "might", "ai", "dare", "sha", "may", "ought"}
+
+
 def well_formed(question: str, followup: bool = False) -> str | None:
     """``None`` when ``question`` is a well-formed English question, else the reason.
 
@@ -743,6 +747,10 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     low = [w.lower().strip(",") for w in words]
     if any(a == b for a, b in zip(low, low[1:])):
         return "a repeated word"
+    bad_neg = next((w for w in low if re.fullmatch(r"[a-z]+n[’']t\W*", w) and
+                    re.sub(r"n[’']t\W*$", "", w) not in _NEG_STEMS), None)
+    if bad_neg:
+        return f"a negation glued to a non-auxiliary ({bad_neg!r})"
     if re.search(r"\b(\w+(?: \w+)+) \1\b", " ".join(low)):
         return "a repeated phrase"
     doc = parse(q)
