@@ -1,7 +1,8 @@
 """The offline questioner: over-generate questions from the shown passages, rank them, and ask
 the chosen one the way a person continues a conversation.
 
-Ranking (higher first): the generator's slot score; +1 for a passage not used as gold before;
+Ranking (higher first): the generator's slot score; +1 for a passage not used as gold before or, on a
+follow-up, of the previous turn's page (its passage again, or the same title);
 for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
 last answer), +1.5 when its passage is about the segment's context although the question does
 not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it names a phrase
@@ -69,12 +70,17 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     topics = segment_topics(segment) if segment else []
     mentions = history_mentions(segment) if segment else []
     contexts = context_candidates(segment) if segment else []
+    last = segment[-1] if segment else {}
     scored = []
     for i, p in enumerate(passages):
+        # the previous turn's passage or another passage of its page/article: a follow-up that stays there
+        # keeps the conversation's subject (people ask several questions of one page)
+        same_page = bool(segment) and ((p.get("title") or "") == last.get("title") != ""
+                                       or p["text"] == last.get("gold_text"))
         for qa in _cands(p["text"], p.get("title") or ""):
             if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given):
                 continue
-            s = qa.score + (1.0 if p["doc_id"] not in used else 0.0)
+            s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0)
             if segment:
                 rank = coreferable(qa, topics)
                 if rank is not None:
