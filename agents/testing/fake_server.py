@@ -448,10 +448,13 @@ def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "ho
     out = out or sys.stdout
     cls = server_class or FakeLLMServer
     stop = threading.Event()
-    previous = None
+    previous: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
-        # SIGTERM ends the wait like Ctrl-C: the server shuts down at once and the count is printed
-        previous = signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+        # Ctrl-C and SIGTERM end the wait: the server shuts down at once and the count is printed.
+        # SIGINT gets its own handler too: a process started in the background of a shell without
+        # job control inherits SIGINT *ignored*, and Python then raises no KeyboardInterrupt
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda signum, frame: stop.set())
     srv = cls(host, port, latency=latency, json_schema=json_schema, logprobs=logprobs).start()
     print(f"fake OpenAI-compatible server listening on {srv.base_url} "
           f"(latency {latency * 1000:.0f} ms); Ctrl-C to stop", file=out, flush=True)
@@ -461,8 +464,8 @@ def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "ho
     except KeyboardInterrupt:
         pass
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         srv.stop()
         print(f"served {srv.count} chat completion request(s)", file=out, flush=True)
 

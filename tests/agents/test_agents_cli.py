@@ -3,6 +3,7 @@ itself (schema instances, models route)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import openai
+import pytest
 from typer.testing import CliRunner
 
 from agents.testing.fake_server import value_from_schema
@@ -18,14 +20,24 @@ from agents.session import run_batch
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_mtr_fake_llm_serves_the_openai_client_until_ctrl_c():
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sigint", ["default", "ignored"])
+def test_mtr_fake_llm_serves_the_openai_client_until_ctrl_c(sigint):
+    """``ignored``: started the way a background job of a shell without job control is (SIGINT
+    inherited as ignored, e.g. ``cmd &`` in a CI script): Ctrl-C / ``kill -INT`` must still stop it."""
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1"}       # a hang is diagnosed below (SIGABRT dumps the stacks)
     p = subprocess.Popen([sys.executable, "-m", "flows.cli", "fake-llm", "--port", "0", "--latency-ms", "1"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                         preexec_fn=_ignore_sigint if sigint == "ignored" else None)
+    hung = ""
     try:
         line = p.stdout.readline()
         assert "listening on http://127.0.0.1:" in line, p.stderr.read()
         url = line.split(" on ")[1].split()[0]
-        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+        client = openai.OpenAI(base_url=url, api_key="x", max_retries=0, timeout=120)
         r = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         assert r.choices[0].message.content.startswith("fake answer") and r.usage.total_tokens > 0
         models = json.loads(urllib.request.urlopen(url + "/models", timeout=120).read())   # no short limit: loaded CI
@@ -35,10 +47,14 @@ def test_mtr_fake_llm_serves_the_openai_client_until_ctrl_c():
         p.send_signal(signal.SIGINT)
         try:   # generous: a loaded 2-core machine may take a while; the process is ended either way
             out, _ = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.send_signal(signal.SIGABRT)
+            out, hung = p.communicate(timeout=60)
         finally:
             if p.poll() is None:
                 p.kill()
                 p.wait()
+    assert not hung, f"mtr fake-llm did not stop within 120 s of SIGINT; its threads:\n{hung[-4000:]}"
     assert p.returncode == 0 and "served 1 chat completion request(s)" in out
 
 
