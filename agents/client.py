@@ -176,6 +176,16 @@ def _with_schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any
     return msgs
 
 
+def transport_kwargs(http_client: str, base_url: str, timeout: Any = None) -> dict[str, Any]:
+    """``AsyncOpenAI`` keyword arguments for the ``llm.http_client`` transport: the SDK's
+    ``DefaultAioHttpClient`` for "aiohttp", nothing (the SDK's httpx2 default) for "httpx".
+    aiohttp refuses credentials in the URL next to the SDK's Authorization header: such an
+    endpoint keeps the httpx transport (it sends them as the SDK always has)."""
+    if http_client != "aiohttp" or httpx2.URL(base_url).userinfo:
+        return {}
+    return {"http_client": openai.DefaultAioHttpClient(**({"timeout": timeout} if timeout is not None else {}))}
+
+
 def _text_or_none(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
@@ -232,13 +242,9 @@ class LLMClient:
         ep = self.config.endpoints[name]
         key, headers = endpoint_headers(name, ep)
         timeout = httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s)
-        # aiohttp refuses credentials in the URL next to the SDK's Authorization header: such an
-        # endpoint keeps the httpx transport (it sends them as the SDK always has)
-        aio = self.config.http_client == "aiohttp" and not httpx2.URL(ep.base_url).userinfo
-        extra = {"http_client": openai.DefaultAioHttpClient(timeout=timeout)} if aio else {}
         c = openai.AsyncOpenAI(
             base_url=ep.base_url, api_key=key, max_retries=0, default_headers=headers or None,
-            timeout=timeout, **extra)
+            timeout=timeout, **transport_kwargs(self.config.http_client, ep.base_url, timeout))
         self._clients[name] = c
         return c
 

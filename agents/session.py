@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from common.aio import run as aio_run
 from agents.accounting import CallLog, CallRecord, RoleTotals, format_totals, new_call_id, read_calls
 from agents.budget import Budget
 from agents.cache import CallCache, cache_key
@@ -39,6 +38,7 @@ from agents.parsing import OutputInvalid
 from agents.results import BatchResult, LLMFailure, StepResult, Usage
 from agents.secrets import install_log_scrubbing, scrub
 from agents.steps import LLMStep
+from common.aio import run as aio_run
 from storage.store import RunStore, new_run_id
 
 log = logging.getLogger("mtr.agents.session")

@@ -41,6 +41,7 @@ from common.aio import run as aio_run  # noqa: E402
 
 from agents.accounting import CallLog, CallRecord, new_call_id  # noqa: E402
 from agents.cache import CallCache, cache_key  # noqa: E402
+from agents.client import transport_kwargs  # noqa: E402
 from agents.config import CacheConfig, EndpointConfig, LLMConfig  # noqa: E402
 from agents.parsing import parse_output  # noqa: E402
 from agents.session import LLMSession  # noqa: E402
@@ -74,7 +75,7 @@ COMMIT: dict = {}   # accounting_flush_every / commit_interval_ms overrides (def
 def bare_client(url: str, stack: str = "same") -> openai.AsyncOpenAI:
     """The bare SDK client: ``same`` = on the layer's transport (``LLMConfig().http_client``),
     ``default`` = the SDK's own defaults."""
-    kw = {"http_client": openai.DefaultAioHttpClient()} if stack == "same" and LLMConfig().http_client == "aiohttp" else {}
+    kw = transport_kwargs(LLMConfig().http_client, url) if stack == "same" else {}
     return openai.AsyncOpenAI(base_url=url, api_key="x", max_retries=0, **kw)
 
 

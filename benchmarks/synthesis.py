@@ -248,13 +248,14 @@ def bare_replay(base_url: str, requests: list[dict], inflight: int, stack: str) 
 
     import openai
 
+    from agents.client import transport_kwargs
     from agents.config import LLMConfig
     from common.aio import run as aio_run
 
     same = stack == "same"
 
     async def main() -> float:
-        kw = {"http_client": openai.DefaultAioHttpClient()} if same and LLMConfig().http_client == "aiohttp" else {}
+        kw = transport_kwargs(LLMConfig().http_client, base_url) if same else {}
         client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, **kw)
         sem = asyncio.Semaphore(inflight)
 

@@ -24,9 +24,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from common.aio import run as aio_run
 from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
+from common.aio import run as aio_run
 from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
 

@@ -16,7 +16,8 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n))
-    rest = [d for d in pool if d not in set(focus)]
+    chosen = set(focus)
+    rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
     if focus:
         rng.shuffle(shown)

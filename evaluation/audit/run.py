@@ -27,10 +27,10 @@ from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
-from common.aio import run as aio_run
 from agents.config import LLMConfig
 from agents.results import StepResult
 from agents.session import LLMSession
+from common.aio import run as aio_run
 from evaluation.audit import schemas
 from evaluation.audit.aggregate import (agreement_rows, ensemble_items, missing_positive_rows, position_rows,
                                         summary_rows)
