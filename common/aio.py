@@ -11,14 +11,20 @@ import os
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from common.errors import UserError
+
 T = TypeVar("T")
+
+
+class EventLoopError(UserError, ValueError):
+    """``MTR_EVENT_LOOP`` names no known loop (the CLI prints it as one line)."""
 
 
 def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     """uvloop's loop factory, or None for asyncio's default (``MTR_EVENT_LOOP=asyncio``, or no uvloop)."""
     choice = os.environ.get("MTR_EVENT_LOOP", "uvloop").strip().lower()
     if choice not in ("uvloop", "asyncio"):
-        raise ValueError(f"MTR_EVENT_LOOP={choice!r}: use 'uvloop' or 'asyncio'")
+        raise EventLoopError(f"MTR_EVENT_LOOP={choice!r}: use 'uvloop' or 'asyncio'")
     if choice == "asyncio":
         return None
     try:
