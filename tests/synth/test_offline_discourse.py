@@ -178,3 +178,23 @@ def test_refer_back_never_cuts_a_name_and_context_takes_the_sentence_wording():
              "answer": "Mahatma Gandhi led the Salt March in 1930.", "title": "Salt March", "gold_text": ""}]
     assert not any("gandhi" in c for c in context_candidates(seg2))
 
+
+
+def test_unanswerable_shift_keeps_the_verbs_arguments_and_asks_an_unnamed_slot():
+    """Only an adjunct wh-phrase (or a subject, through the passive) is shifted: "What did the Gazette
+    confirm?" -> "When did the Gazette confirm?" would lose the verb's object; and a slot the clause
+    already names is not asked ("When was it founded in 1785?")."""
+    from agents.synth.offline.qgen import passage_questions
+    from agents.synth.offline.questioning import ask
+    t = ("The Hudson Gazette confirmed the merger of the two railways. "
+         "The Hudson Gazette was founded in 1785 by Ashbel Stoddard in Hudson, New York.")
+    assert any(q.question == "What did the Hudson Gazette confirm?" for q in passage_questions(t, ""))
+    asked = set()
+    for attempt in range(6):
+        x = {"unanswerable": True, "passages": [{"doc_id": "d1", "title": "", "text": t}], "segment": [],
+             "attempt": attempt}
+        _, q, standalone, _ = ask(x)
+        asked.add(q)
+        assert "confirm" not in q
+        assert not (q.startswith("When") and "1785" in q) and not (q.startswith("Where") and "Hudson, New" in q)
+    assert "Why was the Hudson Gazette founded in 1785 by Ashbel Stoddard?" in asked

@@ -184,6 +184,20 @@ _SHIFT = {"when": ["Where", "Why", "How"], "where": ["When", "Why"], "who": ["Wh
           "what": ["When", "Where", "Why"], "how_many": ["When", "Where", "Why"], "how_much": ["When", "Why"],
           "why": ["When", "Where"], "how": ["When", "Where"]}
 _TYPE_OF = {"When": "when", "Where": "where", "Why": "why", "How": "how"}
+_ADJUNCT = {"when", "where", "why", "how"}      # wh-phrases that are no argument of the verb: another one fits
+
+
+def _named_slots(clause: str) -> set[str]:
+    """The wh-words whose slot ``clause`` already fills: ``When`` for a date or year, ``Where`` for
+    a place (spaCy entities)."""
+    from agents.synth.offline.nlp import parse
+    out = set()
+    ents = {e.label_ for e in parse(clause).ents}
+    if "DATE" in ents or "TIME" in ents or re.search(r"\b(1[0-9]{3}|20[0-9]{2})\b", clause):
+        out.add("When")
+    if ents & {"GPE", "LOC", "FAC"}:
+        out.add("Where")
+    return out
 
 
 def _unanswerable(x: dict) -> tuple[int, str, str]:
@@ -198,10 +212,13 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 continue
             body = re.sub(r"^(When|Where|Who|What|Why|How many \w+|How much|How)\s+", "", qa.template)
             m = re.match(r"^(?:Who|What) (\w+) \{T\}$", qa.template)
-            if m and qa.topic_role == "obj" and qa.verb and m.group(1) == _verb_past(qa.verb):
+            passive = bool(m and qa.topic_role == "obj" and qa.verb and m.group(1) == _verb_past(qa.verb))
+            if passive:
                 # "Who built {T}" -> "When/Where/Why was {T} built"
                 be = "were" if qa.topic_kind == "PLUR" else "was"
                 body = f"{be} {{T}} {_verb_past(qa.verb)}"
+            elif qa.qtype not in _ADJUNCT:
+                continue          # the wh-phrase was the verb's object: "What did X confirm?" -> "When did X confirm?" lacks it
             if body == qa.template or "{T}" not in body:
                 continue
             if qa.qtype in ("who", "what") and body.startswith(("{T}",)):
@@ -209,7 +226,10 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
             if not re.match(r"^(is|are|was|were|do|does|did|has|have|had|can|will)\b", body):
                 continue          # an inverted clause is needed to ask another slot
             rank = coreferable(qa, topics) if topics else None
+            named = _named_slots(body.replace("{T}", qa.topic))
             for wh in _SHIFT[qa.qtype]:
+                if wh in named:
+                    continue      # "When was X founded in 1785?": the clause already names the slot
                 q = finish(f"{wh} {body}".replace("{T}", qa.topic))
                 if well_formed(q) is not None or any(jaccard_words(q, e) >= 0.5 for e in earlier):
                     continue
