@@ -198,3 +198,15 @@ def test_unanswerable_shift_keeps_the_verbs_arguments_and_asks_an_unnamed_slot()
         assert "confirm" not in q
         assert not (q.startswith("When") and "1785" in q) and not (q.startswith("Where") and "Hudson, New" in q)
     assert "Why was the Hudson Gazette founded in 1785 by Ashbel Stoddard?" in asked
+
+
+def test_he_is_not_resolved_past_another_subject():
+    """"He" after a sentence whose subject was someone else is ambiguous (spaCy's small model even
+    labels a title line "Byzantine Empire" a person): no question is made from it."""
+    from agents.synth.offline.qgen import passage_questions
+    t = ("Byzantine Empire\nA nephew of the last Emperor, Constantine XI, Andreas Palaiologos claimed to have inherited "
+         "the title of Byzantine Emperor. He lived in the Morea until its fall in 1460.")
+    qs = [q.question for q in passage_questions(t, "Byzantine Empire")]
+    assert not any("live" in q for q in qs), qs
+    bio = "Albert Einstein was a German physicist. He developed the theory of relativity in Bern."
+    assert "What did Albert Einstein develop in Bern?" in [q.question for q in passage_questions(bio, "")]

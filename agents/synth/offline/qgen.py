@@ -238,6 +238,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     if low in PRONOUNS:
         if low in ("he", "she"):
             ant = antecedents.get("PERSON")
+            if "LAST" in antecedents and antecedents["LAST"] != ant:
+                return None   # the previous sentence's subject was someone/something else: "he" is ambiguous
         elif low in ("it", "this"):
             ant = antecedents.get("SING")
         elif low in ("they", "these"):
@@ -550,11 +552,15 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
 
 
 def _antecedent_update(sent, antecedents: dict) -> None:
-    """Remember the sentence's subject NP (and any person) for pronouns in later sentences."""
+    """Remember the sentence's subject NP (and any person) for pronouns in later sentences, and
+    the subject itself as ``LAST`` (None for two subjects): a later "he"/"she" is resolved only
+    when that subject is the remembered person."""
     root = sent.root
-    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    subjs = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
+    subj = subjs[0] if subjs else None
     if subj is not None and subj.lower_ not in PRONOUNS:
         toks = np_tokens(subj)
+        antecedents["LAST"] = None if len(subjs) > 1 else " ".join(t.text for t in toks)
         if toks and len(toks) <= 6:
             kind = _kind(subj)
             antecedents[kind] = " ".join(_lower_first(toks))
