@@ -1,5 +1,7 @@
 """Offline follow-ups: pronouns, possessives, shorter descriptions and ellipsis that refer back
 to the segment's focus; the standalone question stays the resolved form."""
+from dataclasses import replace
+
 from agents.synth.offline.discourse import DiscourseShares, render, segment_topics
 from agents.synth.offline.qgen import QA
 
@@ -181,9 +183,10 @@ def test_refer_back_never_cuts_a_name_and_context_takes_the_sentence_wording():
 
 
 def test_unanswerable_shift_keeps_the_verbs_arguments_and_asks_an_unnamed_slot():
-    """Only an adjunct wh-phrase (or a subject, through the passive) is shifted: "What did the Gazette
-    confirm?" -> "When did the Gazette confirm?" would lose the verb's object; and a slot the clause
-    already names is not asked ("When was it founded in 1785?")."""
+    """An object question is shifted with its answer put back as the object ("What did the Gazette
+    confirm?" -> "When did the Gazette confirm the merger ...?", never "When did the Gazette confirm?",
+    which lost the verb's object); and a slot the clause already names is not asked ("When was it
+    founded in 1785?")."""
     from agents.synth.offline.qgen import passage_questions
     from agents.synth.offline.questioning import ask
     t = ("The Hudson Gazette confirmed the merger of the two railways. "
@@ -195,9 +198,21 @@ def test_unanswerable_shift_keeps_the_verbs_arguments_and_asks_an_unnamed_slot()
              "attempt": attempt}
         _, q, standalone, _ = ask(x)
         asked.add(q)
-        assert "confirm" not in q
+        assert not q.endswith("confirm?")
         assert not (q.startswith("When") and "1785" in q) and not (q.startswith("Where") and "Hudson, New" in q)
     assert "Why was the Hudson Gazette founded in 1785 by Ashbel Stoddard?" in asked
+    assert any(q.endswith("did the Hudson Gazette confirm the merger of the two railways?") for q in asked), asked
+
+
+def test_object_put_back_only_for_a_short_noun_phrase_answer():
+    from agents.synth.offline.qgen import QA
+    from agents.synth.offline.questioning import _with_object
+    qa = QA(question="What did Octavian take from Lepidus?", qtype="what", answer="Africa", sentence="",
+            template="What did {T} take from Lepidus", topic="Octavian", topic_role="subj")
+    assert _with_object(qa) == "did {T} take Africa from Lepidus"
+    assert _with_object(replace(qa, answer="The beginning.")) == "did {T} take the beginning from Lepidus"
+    assert _with_object(replace(qa, answer="to rule the provinces of the west alone")) is None   # no short NP
+    assert _with_object(replace(qa, template="What is {T} called")) is None                       # no do/have/modal
 
 
 def test_he_is_not_resolved_past_another_subject():

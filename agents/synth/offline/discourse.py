@@ -39,8 +39,8 @@ POSS = {"SING": "its", "PLUR": "their", "PERSON": "his"}
 @dataclass(frozen=True)
 class DiscourseShares:
     """Shares of follow-up forms among coreferable follow-ups (the rest is explicit)."""
-    pronoun: float = 0.4
-    short: float = 0.4
+    pronoun: float = 0.5
+    short: float = 0.35
     ellipsis: float = 0.1
 
 

@@ -187,6 +187,26 @@ _TYPE_OF = {"When": "when", "Where": "where", "Why": "why", "How": "how"}
 _ADJUNCT = {"when", "where", "why", "how"}      # wh-phrases that are no argument of the verb: another one fits
 
 
+def _with_object(qa: QA) -> str | None:
+    """The clause of an object question with its answer put back as the object, right after the
+    verb: ``What did {T} take from Lepidus`` + "Africa" -> ``did {T} take Africa from Lepidus``;
+    None when the question is not ``What/Who <do|have|modal> {T} <verb> ...``, the topic is not the
+    subject, or the answer is no short noun phrase."""
+    m = re.match(r"^(?:What|Who) (do|does|did|has|have|had|can|could|will|would|may|might|should) \{T\} (\w+)(.*)$",
+                 qa.template)
+    ans = re.sub(r"[.;:,!?]+$", "", (qa.answer or "").strip())
+    if not m or qa.topic_role != "subj" or not ans or not 1 <= len(ans.split()) <= 6 or re.search(r"[.;:!?()]", ans):
+        return None
+    from agents.synth.offline.nlp import parse
+    doc = parse(ans)
+    if not any(t.pos_ in ("NOUN", "PROPN") for t in doc) or doc[0].pos_ in ("VERB", "AUX", "ADP", "SCONJ"):
+        return None
+    if doc[0].pos_ != "PROPN" and not (len(doc[0].text) > 1 and doc[0].text.isupper()):
+        ans = ans[:1].lower() + ans[1:]           # "The beginning" -> "the beginning"; names keep their case
+    aux, verb, rest = m.groups()
+    return f"{aux} {{T}} {verb} {ans}{rest}"
+
+
 def _named_slots(clause: str) -> set[str]:
     """The wh-words whose slot ``clause`` already fills: ``When`` for a date or year, ``Where`` for
     a place (spaCy entities)."""
@@ -218,7 +238,12 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 be = "were" if qa.topic_kind == "PLUR" else "was"
                 body = f"{be} {{T}} {_verb_past(qa.verb)}"
             elif qa.qtype not in _ADJUNCT:
-                continue          # the wh-phrase was the verb's object: "What did X confirm?" -> "When did X confirm?" lacks it
+                # the wh-phrase was the verb's object: it goes back in as the answer the passage gives
+                # ("What did X confirm?" -> "When did X confirm the merger?"), or the clause is not shifted
+                # ("When did X confirm?" would lack the object)
+                body = _with_object(qa)
+                if body is None:
+                    continue
             if body == qa.template or "{T}" not in body:
                 continue
             if qa.qtype in ("who", "what") and body.startswith(("{T}",)):
