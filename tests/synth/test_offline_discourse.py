@@ -225,3 +225,14 @@ def test_he_is_not_resolved_past_another_subject():
     assert not any("live" in q for q in qs), qs
     bio = "Albert Einstein was a German physicist. He developed the theory of relativity in Bern."
     assert "What did Albert Einstein develop in Bern?" in [q.question for q in passage_questions(bio, "")]
+
+
+def test_no_wh_question_from_a_negated_clause():
+    """"What does the move action add not twice?" (the negation after the verb) and "Who owns the
+    Royal Collection personally?" (from "The Queen does not own ...": the meaning inverted) are not made."""
+    from agents.synth.offline.qgen import passage_questions
+    for t in ("The move action does not add the same example twice.",
+              "The Queen does not own the Royal Collection personally.",
+              "Twelve cards are not available in the basic plan."):
+        assert passage_questions(t, "") == (), t
+    assert passage_questions("The Queen owns the Royal Collection in trust.", "")

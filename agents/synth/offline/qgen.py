@@ -426,6 +426,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         return out
     if subj_low in PRONOUNS and subj_low not in PERSONAL:
         return out
+    if any(c.dep_ == "neg" for c in clause.comps):
+        # a negated clause asked with a wh-word reads wrong or inverts its meaning ("What does the move
+        # action add not twice?", "Who owns the Royal Collection?" from "The Queen does not own it")
+        return out
     # definitional: "X is/was a Y"
     attr = next((c for c in v.children if c.dep_ == "attr"), None)
     if v.lemma_ == "be" and attr is not None and attr.i > v.i and not clause.auxes:
