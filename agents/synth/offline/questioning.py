@@ -20,7 +20,11 @@ Unanswerable turns: a real, well-formed candidate about the segment's topic with
 slot shifted (``When was X built?`` -> ``Who designed ...`` is not invented: the same clause is
 asked with another wh-word: ``Where was X built?``, ``Why was X built?``, ``How many ...``)
 where no shown passage fills the new slot; the corpus search of the uniqueness check then
-confirms that no passage anywhere does.
+confirms that no passage anywhere does. Only an adjunct slot (when/where/why/how) is shifted; an
+object question gets its answer back as the object first (``What did Octavian take from
+Lepidus?`` -> ``Why did Octavian take Africa from Lepidus?``), a subject question goes through the
+passive (``Who built X?`` -> ``When was X built?``), and a slot the clause already names is not
+asked (no ``When was X founded in 1785?``).
 """
 from __future__ import annotations
 
