@@ -35,6 +35,9 @@ class SynthConfig(BaseModel):
                                        "description of the focus (the wall, Cummings)")
     offline_ellipsis_share: float = Field(0.1, ge=0, le=1, description="offline backend: share asked elliptically "
                                           "(What about X? / And its N?)")
+    offline_yesno_share: float = Field(0.3, ge=0, le=1, description="offline backend: share of follow-ups that "
+                                       "may ask a yes/no question (Does it replicate data across zones?); the ranking "
+                                       "picks one in most of them")
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

@@ -83,3 +83,42 @@ def test_a_repeated_unanswerable_question_is_rejected_by_the_novelty_check():
     fresh = {**state, "cand": {**state["cand"], "question": "How many guards did the wall have?",
                                "standalone_question": "How many guards did the Berlin Wall have?"}}
     assert asyncio.run(verifier.node(ctx, fresh)) == {"feedback": None}
+
+
+DB = {"doc_id": "c", "title": "",
+      "text": "IBM Cloudant is a database service. IBM Cloudant replicates data across zones. "
+              "The dashboard does not support bulk deletes."}
+
+
+def test_yes_no_question_from_a_clause_with_its_polarity():
+    from agents.synth.offline.qgen import passage_questions
+    yn = {q.question: q.answer for q in passage_questions(DB["text"], "") if q.qtype == "yesno"}
+    assert yn["Does IBM Cloudant replicate data across zones?"] == "Yes"
+    assert yn["Does the dashboard support bulk deletes?"] == "No"       # asked without its negation
+    assert yn["Is IBM Cloudant a database service?"] == "Yes"
+
+
+def test_verifier_checks_a_yes_no_answer_against_its_supporting_sentence():
+    q = "Does it replicate data across zones?"
+    sq = "Does IBM Cloudant replicate data across zones?"
+    a = Answerer().run_offline({"question": q, "standalone_question": sq, "passage": DB}).answer
+    assert a.startswith("Yes. IBM Cloudant replicates data across zones.")
+    assert _verify(q, a, DB, standalone=sq).answerable
+    v = _verify(sq, "No. IBM Cloudant replicates data across zones.", DB)        # the wrong polarity
+    assert not v.answerable and "does not state" in v.reason
+    v = _verify(sq, "Yes. IBM Cloudant is a database service.", DB)              # another clause
+    assert not v.answerable
+    no = Answerer().run_offline({"question": "Does the dashboard support bulk deletes?", "passage": DB}).answer
+    assert no.startswith("No. The dashboard does not support bulk deletes.")
+    assert _verify("Does the dashboard support bulk deletes?", no, DB).answerable
+
+
+def test_uniqueness_of_a_yes_no_answer_needs_the_clause_with_the_same_polarity():
+    judge = UniquenessJudge()
+    q, ans = "Does IBM Cloudant replicate data across zones?", "Yes. IBM Cloudant replicates data across zones."
+    same = {"doc_id": "s", "text": "Replication: IBM Cloudant replicates data across zones for durability."}
+    opposite = {"doc_id": "o", "text": "IBM Cloudant Lite does not replicate data across zones."}
+    other = {"doc_id": "x", "text": "IBM Cloudant stores JSON data in databases."}
+    assert judge.run_offline({"question": q, "answer": ans, "candidate": same}).answers
+    assert not judge.run_offline({"question": q, "answer": ans, "candidate": opposite}).answers
+    assert not judge.run_offline({"question": q, "answer": ans, "candidate": other}).answers

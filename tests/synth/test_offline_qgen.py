@@ -56,8 +56,10 @@ def test_questions_from_the_parse_with_answer_spans():
     assert got["Who built the Berlin Wall in 1961?"] == ("who", "East Germany", "the Berlin Wall")
     assert got["When was the Berlin Wall built by East Germany?"] == ("when", "1961", "the Berlin Wall")
     assert got["How many people escaped over the wall?"][:2] == ("how_many", "About 5,000 people")
-    for q, (_, answer, _) in got.items():
-        assert answer.lower() in WALL.lower()            # every answer is a span of the passage
+    assert got["Was the Berlin Wall built by East Germany in 1961?"][:2] == ("yesno", "Yes")
+    for q, (qtype, answer, _) in got.items():
+        # every answer is a span of the passage (a yes/no question's is Yes/No)
+        assert answer.lower() in WALL.lower() or (qtype == "yesno" and answer in ("Yes", "No"))
         assert well_formed(q) is None
 
 

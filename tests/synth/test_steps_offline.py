@@ -21,10 +21,13 @@ def test_question_rules():
 
 
 def test_offline_questioner_prefers_unused_passages_and_avoids_repeats():
-    q = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [], "used_gold": ["p1"]})
+    no_yesno = {"yesno": 0.0}           # the ranking of wh-questions (yes/no ones are drawn with their share)
+    q = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [], "used_gold": ["p1"],
+                                  "discourse": no_yesno})
     # the unused passage's place question ("They originated in the Andes ..." with "They" resolved)
     assert (q.doc_index, q.question) == (2, "Where did Guinea pigs originate?")
-    q2 = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [q.question], "used_gold": ["p1"]})
+    q2 = Questioner().run_offline({"passages": [P1, P2], "previous_questions": [q.question], "used_gold": ["p1"],
+                                   "discourse": no_yesno})
     assert (q2.doc_index, q2.question) == (1, "Who built the Berlin Wall?")
     # unanswerable: the same clause asked for a slot the passage does not fill (no reason is given)
     u = Questioner().run_offline({"passages": [P1], "unanswerable": True})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from agents.synth.offline.answer_types import answer_span, fills_slot, question_type
-from agents.synth.offline.matching import norm, span_in, support
+from agents.synth.offline.matching import clause_support, negated, norm, span_in, support
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import passage_questions
 from agents.synth.text import jaccard_words, sentences
@@ -73,9 +73,16 @@ def check(x: dict) -> dict:
     asents = sentences(ans) or [ans]
     context = " ".join(asents[1:]) if len(asents) > 1 and span == asents[0].rstrip(".") else ans
     reasons = []
-    span_ok = span_in(span, passage)
-    if not span_ok:
-        reasons.append(f"the answer span {span[:50]!r} is not in the passage")
+    if qtype == "yesno" and span.strip().lower() in ("yes", "no"):
+        # a yes/no answer: its supporting sentence states the clause asked about, with the answer's polarity
+        first = asents[1] if len(asents) > 1 else context
+        span_ok = clause_support(q, first) >= 0.8 and negated(first) == (span.strip().lower() == "no")
+        if not span_ok:
+            reasons.append(f"the supporting sentence does not state what the question asks with the answer {span!r}")
+    else:
+        span_ok = span_in(span, passage)
+        if not span_ok:
+            reasons.append(f"the answer span {span[:50]!r} is not in the passage")
     type_ok = fills_slot(qtype, span, context) or (qtype in ("what", "define", "how", "yesno") and bool(span))
     if not type_ok:
         reasons.append(f"the answer {span[:50]!r} is not a {qtype.replace('_', ' ')} answer")

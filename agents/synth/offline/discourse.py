@@ -38,10 +38,13 @@ POSS = {"SING": "its", "PLUR": "their", "PERSON": "his"}
 
 @dataclass(frozen=True)
 class DiscourseShares:
-    """Shares of follow-up forms among coreferable follow-ups (the rest is explicit)."""
+    """Shares of follow-up forms among coreferable follow-ups (the rest is explicit), and the share
+    of follow-ups that may check a fact with a yes/no question (people: about a quarter of the
+    MTRAG questions are yes/no)."""
     pronoun: float = 0.5
     short: float = 0.35
     ellipsis: float = 0.1
+    yesno: float = 0.3
 
 
 def norm_np(text: str) -> str:

@@ -67,11 +67,42 @@ def new_filler(qtype: str, text: str, question: str) -> bool:
     return False
 
 
+def _stem(w: str) -> str:
+    return re.sub(r"(ies|es|s|ed|ing|e)$", "", w) if len(w) > 4 else w
+
+
+_AUX_WORDS = {"does", "do", "did", "is", "are", "was", "were", "has", "have", "had", "can", "could", "will", "would",
+              "should", "may", "might"}
+
+
+def clause_support(question: str, text: str) -> float:
+    """Share of the question's content words found in ``text``, up to a plural/tense ending (a
+    yes/no question has the verb's base form: "Does X replicate ...?" / "X replicates ...")."""
+    q = {_stem(w) for w in content_words(question) if w not in _AUX_WORDS}
+    if not q:
+        return 0.0
+    return len(q & {_stem(w) for w in words(detokenize(text))}) / len(q)
+
+
+def negated(text: str) -> bool:
+    """The text says not/never/cannot (a yes/no answer's polarity)."""
+    return re.search(r"\b(not|never|cannot|no longer)\b|n[’']t\b", text, re.IGNORECASE) is not None
+
+
 def also_answers(question: str, answer: str, candidate: str, min_support: float = 0.6) -> tuple[bool, str]:
-    """(answers, reason) for the candidate passage; see the module docstring."""
+    """(answers, reason) for the candidate passage; see the module docstring. A yes/no answer is
+    found where a window carries >= 0.8 of the question's terms with the same polarity."""
     qtype = question_type(question)
     if answer:
         span = answer_span(answer, qtype)
+        if qtype == "yesno" and span.strip().lower() in ("yes", "no"):
+            best = 0.0
+            for w in windows(candidate):
+                s = clause_support(question, w)
+                best = max(best, s)
+                if s >= 0.8 and negated(w) == (span.strip().lower() == "no"):
+                    return True, f"the same {span.strip()!r} with {s:.2f} of the question's terms in one passage window"
+            return False, f"no window states the question's clause (best term support {best:.2f})"
         best = 0.0
         for w in windows(candidate):
             if span_in(span, w):

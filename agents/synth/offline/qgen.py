@@ -10,7 +10,10 @@ slot that can be asked for into a wh-question whose answer is a span of that sen
 * ``how_many`` / ``how_much`` - a counted noun or a sum of money -> "How many people escaped?"
 * ``why``   - a ``because``/``due to`` complement; ``how`` - a ``by``-gerund or a ``To X, do Y`` instruction
 * ``define`` - a copular definition -> "What is IBM Cloudant?"; ``what`` - a subject/object NP
-* ``yesno`` - ``you can ...`` statements of manuals -> "Can I store JSON documents in IBM Cloudant?"
+* ``yesno`` - ``you can ...`` statements of manuals -> "Can I store JSON documents in IBM Cloudant?";
+  any clause about its subject, the way people check a fact -> "Does IBM Cloudant replicate data
+  across zones?" (``Yes``), a negated clause without its negation -> "Was the bridge completed?"
+  (``No``; a negated clause gives no wh-question)
 
 Each candidate (:class:`QA`) keeps the answer span, its sentence, the question type and the
 *topic*: the noun phrase the question is about (not the answer), with its grammatical role,
@@ -366,6 +369,35 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
               topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
 
 
+_NEG_WORDS = {"not", "n't", "n’t", "never"}
+
+
+def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
+    """The clause asked as a yes/no question about its subject, the way people check a fact:
+    "IBM Cloudant replicates data across zones." -> "Does IBM Cloudant replicate data across
+    zones?" (answer ``Yes``); a negated clause is asked without its negation and answered ``No``
+    ("The bridge was never completed." -> "Was the bridge completed?"). None when the clause has no
+    complement to ask about or its verb group cannot be inverted."""
+    neg = any(c.dep_ == "neg" for c in clause.comps)
+    vp = _vp(clause, set(), limit=10)
+    if vp is None:
+        return None
+    vp = [w for w in vp if w.lower() not in _NEG_WORDS]
+    if not 2 <= len(vp) <= 9:
+        return None
+    vg = _verb_group(clause, True, ["{T}"])
+    if vg is None or vg[0] == "{T}":
+        return None
+    template = " ".join([vg[0][:1].upper() + vg[0][1:]] + vg[1:] + vp)
+    topic = " ".join(subj_words)
+    return QA(question=finish(template.replace("{T}", topic)), qtype="yesno", answer="No" if neg else "Yes",
+              sentence=_text(sent), template=template, topic=topic, topic_kind=subj_kind, topic_role="subj",
+              verb=clause.verb.lemma_, sent_index=idx, score=YESNO_SCORE)
+
+
+YESNO_SCORE = 1.0      # ranked with the wh-questions; how often one may be asked: DiscourseShares.yesno
+
+
 def sentence_ok(sent) -> bool:
     """Prose, not a table row, a list fragment or a heading."""
     toks = [t for t in sent if not t.is_space and not t.is_punct]
@@ -426,9 +458,13 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         return out
     if subj_low in PRONOUNS and subj_low not in PERSONAL:
         return out
+    yn = _yesno(clause, sent, subj_words, subj_kind, idx)
+    if yn is not None:
+        out.append(yn)
     if any(c.dep_ == "neg" for c in clause.comps):
         # a negated clause asked with a wh-word reads wrong or inverts its meaning ("What does the move
-        # action add not twice?", "Who owns the Royal Collection?" from "The Queen does not own it")
+        # action add not twice?", "Who owns the Royal Collection?" from "The Queen does not own it");
+        # it is asked as a yes/no question only ("Does the Queen own the Royal Collection personally?" - No)
         return out
     # definitional: "X is/was a Y"
     attr = next((c for c in v.children if c.dep_ == "attr"), None)

@@ -75,6 +75,10 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     mentions = history_mentions(segment) if segment else []
     contexts = context_candidates(segment) if segment else []
     last = segment[-1] if segment else {}
+    shares = DiscourseShares(**(x.get("discourse") or {}))
+    # a follow-up may check a fact with a yes/no question ("Does it replicate data across zones?") with the
+    # configured share (seeded like the forms); a conversation opens with a wh-question
+    yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
     scored = []
     for i, p in enumerate(passages):
         # the previous turn's passage or another passage of its page/article: a follow-up that stays there
@@ -82,7 +86,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         same_page = bool(segment) and ((p.get("title") or "") == last.get("title") != ""
                                        or p["text"] == last.get("gold_text"))
         for qa in _cands(p["text"], p.get("title") or ""):
-            if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given):
+            if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given) \
+                    or (qa.qtype == "yesno" and not yesno_ok):
                 continue
             s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0)
             if segment:
@@ -126,7 +131,6 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     others = [qa.extra["other"] + 1] if qa.qtype == "compare" else []
     if not segment:
         return i + 1, qa.question, qa.question, others
-    shares = DiscourseShares(**(x.get("discourse") or {}))
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
     if qa.qtype == "compare":
         # about the segment's focus: "How is it different from Y?" by the shares, else explicit
