@@ -238,3 +238,11 @@ def test_no_wh_question_from_a_negated_clause():
         qs = passage_questions(t, "")
         assert qs and all(q.qtype == "yesno" and q.answer == "No" and " not " not in q.question for q in qs), qs
     assert passage_questions("The Queen owns the Royal Collection in trust.", "")
+
+
+def test_a_plural_topic_asked_yes_no_with_a_pronoun_agrees():
+    from agents.synth.offline.discourse import _pronoun_form
+    qa = QA(question="Is DNS Services a global service?", qtype="yesno", answer="Yes", sentence="",
+            template="Is {T} a global service", topic="DNS Services", topic_kind="PLUR", topic_role="subj")
+    assert _pronoun_form(qa) == "Are they a global service"
+    assert _pronoun_form(replace(qa, template="Does {T} maintain resolvers")) == "Do they maintain resolvers"

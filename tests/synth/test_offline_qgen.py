@@ -29,6 +29,9 @@ def test_detokenize_undoes_tokenised_spacing():
     ("What they use in the cluster?", "auxiliary"),
     ("How does the users log in?", "agreement"),
     ("What does IBM Cloudant providen't at our data centers?", "negation glued"),
+    ("Does they maintain a worldwide set of DNS resolvers?", "does not agree"),
+    ("Is they a global service in IBM Cloud?", "does not agree"),
+    ("What do they resolvers support for public domains?", "base-form"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
@@ -36,7 +39,8 @@ def test_well_formed_rejects_broken_surfaces(q, reason):
 
 @pytest.mark.parametrize("q", ["When was the Berlin Wall built?", "How many people escaped over the wall?",
                                "Where did guinea pigs originate?", "Can I store images in IBM Cloudant?",
-                               "Why doesn't the cluster start at boot time?"])
+                               "Why doesn't the cluster start at boot time?", "Does it replicate data across zones?",
+                               "Are they available in the basic plan?", "What did they read in 1990?"])
 def test_well_formed_accepts_questions(q):
     assert well_formed(q) is None
 

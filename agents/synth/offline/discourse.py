@@ -186,11 +186,10 @@ def _pronoun_form(qa: QA) -> str | None:
             return tmpl.replace("{T}", obj if qa.topic_role == "obj" else subj)
     pron = (OBJ if qa.topic_role == "obj" else SUBJ)[kind]
     # verb agreement after a plural pronoun in present tense ("does it" stays, "is they" -> "are they")
-    if kind == "PLUR":
-        tmpl = re.sub(r"\b(is) \{T\}", "are {T}", tmpl)
-        tmpl = re.sub(r"\b(was) \{T\}", "were {T}", tmpl)
-        tmpl = re.sub(r"\b(does) \{T\}", "do {T}", tmpl)
-        tmpl = re.sub(r"\b(has) \{T\}", "have {T}", tmpl)
+    if kind == "PLUR":      # (a yes/no question starts with its auxiliary: "Is {T} ..." -> "Are they ...")
+        for sing, plur in (("is", "are"), ("was", "were"), ("does", "do"), ("has", "have")):
+            tmpl = re.sub(rf"\b{sing} \{{T\}}", f"{plur} {{T}}", tmpl)
+            tmpl = re.sub(rf"\b{sing.capitalize()} \{{T\}}", f"{plur.capitalize()} {{T}}", tmpl)
     return tmpl.replace("{T}", pron)
 
 

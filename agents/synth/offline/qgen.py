@@ -823,11 +823,19 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     if re.match(r"^(?:what|when|where|why|how|which|who)\s+(?:they|it|he|she|we|I|you)\s+\w+", q, re.IGNORECASE) \
             and not re.match(r"^how (?:many|much)\b", q, re.IGNORECASE):
         return "a wh-question without its auxiliary"
+    if re.search(r"\b(?:does|is|was|has) (?:they|we|you|I)\b|\b(?:do|are|were|have) (?:it|he|she)\b", q, re.IGNORECASE):
+        return "a pronoun that does not agree with its auxiliary"          # "Does they ...?", "Is they ...?"
+    pron_noun = next((t for t in toks[:-1] if t.lower_ in ("they", "he", "she", "we")
+                      and doc[t.i + 1].pos_ in ("NOUN", "PROPN")), None)
+    if pron_noun is not None:
+        return f"a pronoun used as a modifier ({pron_noun.text!r} {doc[pron_noun.i + 1].text!r})"   # "they resolvers"
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"
     for t in toks:
         # do-support agreement: "What do Knowledge Studio choose?", "How does the users log in?"
+        if t.lower_ in ("do", "does", "did") and t.dep_ == "aux" and t.head.tag_ == "VBZ" and t.head.i > t.i:
+            return f"no base-form verb after do-support ({t.head.text!r})"     # "What do they resolvers support?"
         if t.lower_ in ("do", "does") and t.dep_ == "aux":
             subj = next((c for c in t.head.children if c.dep_ in ("nsubj", "nsubjpass")), None)
             if subj is None or subj.lower_ in ("i", "you", "we", "they", "it", "he", "she", "who", "what", "which"):
