@@ -246,3 +246,18 @@ def test_a_plural_topic_asked_yes_no_with_a_pronoun_agrees():
             template="Is {T} a global service", topic="DNS Services", topic_kind="PLUR", topic_role="subj")
     assert _pronoun_form(qa) == "Are they a global service"
     assert _pronoun_form(replace(qa, template="Does {T} maintain resolvers")) == "Do they maintain resolvers"
+
+
+def test_yes_no_questions_only_on_follow_ups_and_with_their_share():
+    from agents.synth.offline.answer_types import question_type
+    from agents.synth.offline.questioning import ask
+    p = [{"doc_id": "c1", "title": "",
+          "text": "IBM Cloudant replicates data across zones. IBM Cloudant was released in 2008 by IBM in Boston."}]
+    seg = [{"question": "What is IBM Cloudant?", "standalone_question": "What is IBM Cloudant?",
+            "answer": "A database service.", "title": "", "gold_text": p[0]["text"]}]
+
+    def kinds(**x):
+        return {question_type(ask({"passages": p, "attempt": a, **x})[2]) for a in range(4)}
+    assert "yesno" not in kinds(standalone=True, discourse={"yesno": 1.0})            # an opening: wh only
+    assert "yesno" not in kinds(segment=seg, discourse={"yesno": 0.0})                 # share 0: never
+    assert "yesno" in kinds(segment=seg, discourse={"yesno": 1.0})                     # share 1: offered
