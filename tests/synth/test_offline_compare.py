@@ -44,6 +44,20 @@ def test_not_comparable_same_thing_contained_or_unrelated():
     assert not compare.comparable(river, same)
     assert not compare.comparable(river, part)
     assert not compare.comparable(river, tax)
+    # one definition names the other thing: two names of one war (defined differently enough for MiniLM)
+    ww2 = QA(question="What was World War II?", qtype="define", answer="a global war",
+             sentence="World War II, also known as the Second World War, was a global war that lasted from 1939 to 1945.",
+             topic="World War II")
+    second = QA(question="What was the Second World War?", qtype="define", answer="a global military conflict",
+                sentence="The Second World War was a global military conflict that took place in 1939-1945.",
+                topic="The Second World War")
+    assert compare._same_thing(ww2, second) and not compare.comparable(ww2, second)
+    # ... and no pair of two passages whose opening names the other thing, whatever definitions they give
+    ps = [{"doc_id": "a", "title": "World War II", "text": "World War II, also known as the Second World War, was a "
+           "global war that lasted from 1939 to 1945. World War II was the deadliest conflict in human history."},
+          {"doc_id": "b", "title": "Modern history", "text": "The Second World War was a global military conflict "
+           "that took place in 1939-1945. It was the largest and deadliest war in history."}]
+    assert compare.candidates(ps) == []
     # people are not compared by definition
     assert compare.definitions({"doc_id": "p", "title": "",
                                 "text": "Barack Obama is an American politician who served as president."}) == []

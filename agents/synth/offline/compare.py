@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from agents.synth.offline.nlp import parse
+from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import QA, finish, passage_questions, well_formed
 
 _GENERIC_HEADS = {"way", "set", "part", "type", "kind", "list", "number", "thing", "one", "example", "term",
@@ -61,9 +61,21 @@ def comparable(a: QA, b: QA) -> bool:
     return same_kind and not _same_thing(a, b)          # (the MiniLM check only for the few pairs left)
 
 
+_LEAD = 400       # a passage's opening, where an encyclopedia names a thing's other names
+
+
+def _named_in(topic: str, text: str) -> bool:
+    t = _bare(detokenize(topic))
+    return bool(t) and re.search(r"(?<![\w-])" + re.escape(t) + r"(?![\w-])", detokenize(text).lower()) is not None
+
+
 def _same_thing(a: QA, b: QA) -> bool:
-    """Two names of one thing ("the Second World War" / "World War II"): close names (MiniLM
-    cosine >= 0.85) defined alike (>= 0.7)."""
+    """Two names of one thing ("the Second World War" / "World War II"): one definition's sentence
+    names the other ("World War II, also known as the Second World War, was ..."), or close names
+    (MiniLM cosine >= 0.85) defined alike (>= 0.7). :func:`candidates` also skips a pair whose
+    passage opening names the other thing."""
+    if _named_in(b.topic, a.sentence) or _named_in(a.topic, b.sentence):
+        return True
     from agents.synth.offline.semantic import similarity
     return similarity(a.topic, b.topic) >= 0.85 and similarity(a.answer, b.answer) >= 0.7
 
@@ -83,8 +95,9 @@ def candidates(passages: list[dict]) -> list[tuple[int, int, QA]]:
             if i == j or passages[i]["doc_id"] == passages[j]["doc_id"]:
                 continue
             key = (_bare(a.topic), _bare(b.topic))
-            if key in seen or not comparable(a, b):
-                continue
+            if key in seen or _named_in(b.topic, passages[i]["text"][:_LEAD]) \
+                    or _named_in(a.topic, passages[j]["text"][:_LEAD]) or not comparable(a, b):
+                continue          # (a passage whose opening names the other thing: two names of one thing)
             seen.add(key)
             for (xi, x), (yi, y) in (((i, a), (j, b)), ((j, b), (i, a))):     # either may be the focus
                 q = question(_lower_article(x.topic), _lower_article(y.topic))
