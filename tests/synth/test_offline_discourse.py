@@ -32,6 +32,17 @@ def test_possessive_and_plural_agreement():
     assert render(pigs, seg, SHARES, 0.2)[0] == "Where do they live?"
 
 
+def test_possessive_of_a_title_cased_head_is_lower_case_and_names_have_none():
+    seg = [{"question": "What is France?", "standalone_question": "What is France?", "answer": "A country."}]
+    flag = QA(question="What is the Flag of France?", qtype="what", answer="", sentence="",
+              template="What is {T}", topic="Flag of France", topic_kind="SING")
+    assert render(flag, seg, SHARES, 0.2)[0] == "What is its flag?"               # not "What is its Flag?"
+    seg = [{"question": "What is Germany?", "standalone_question": "What is Germany?", "answer": "A country."}]
+    frg = QA(question="What did the Federal Republic of Germany comprise?", qtype="what", answer="", sentence="",
+             template="What did {T} comprise", topic="Federal Republic of Germany", topic_kind="SING")
+    assert "its Federal Republic" not in render(frg, seg, SHARES, 0.2)[0]
+
+
 def test_ellipsis_reuses_the_previous_frame_for_a_new_topic():
     seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
             "answer": "1961. The Berlin Wall was built in 1961."}]

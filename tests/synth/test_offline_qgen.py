@@ -32,6 +32,10 @@ def test_detokenize_undoes_tokenised_spacing():
     ("Does they maintain a worldwide set of DNS resolvers?", "does not agree"),
     ("Is they a global service in IBM Cloud?", "does not agree"),
     ("What do they resolvers support for public domains?", "base-form"),
+    ("Does he sacrifice himself in order?", "cut off"),                       # "... in order to save her"
+    ("Does it search for a way?", "cut off"),
+    ("What've people got of the law?", "contracted"),
+    ("Did Various expeditions fail to find the source?", "capital"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
@@ -122,3 +126,11 @@ def test_be_agreement_and_quoted_speech_are_malformed():
     assert well_formed("What is the media saying about it?") is None          # either number
     assert "quoted speech" in well_formed("How many months has disillusioned me regarding the supposed merits?")
     assert well_formed("How do I give my team access to the bucket?") is None
+
+
+def test_sentence_initial_capitals_of_common_words_are_dropped_and_agents_are_who():
+    qs = {qa.question for qa in passage_questions("Common citizens could worship private statues of gods in their homes.", "")}
+    assert "What could common citizens worship in their homes?" in qs
+    qs = {qa.question for qa in passage_questions("Microsoft acquired GitHub in 2018 for 7.5 billion dollars.", "")}
+    assert "Who acquired GitHub in 2018 for 7.5 billion dollars?" in qs          # an organisation acting: who
+    assert "Did Microsoft acquire GitHub in 2018 for 7.5 billion dollars?" in qs  # a name keeps its capital

@@ -170,8 +170,14 @@ def _pronoun_form(qa: QA) -> str | None:
     kind = qa.topic_kind
     m = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic, re.IGNORECASE)
     if m:   # "the demolition of the Berlin Wall" -> "its demolition"
+        head = m.group(1)
+        if head[:1].isupper():
+            # "Flag of France" -> "its flag"; a name ("Federal Republic of Germany") has no possessive form
+            if len(head.split()) > 1 or head.isupper() or parse(f"the {head.lower()} is here")[1].tag_ not in ("NN", "NNS"):
+                return None
+            head = head.lower()
         return qa.template.replace("{T}", f"{POSS['SING' if not m.group(2).lower().endswith('s') else 'PLUR']} "
-                                          f"{m.group(1)}")
+                                          f"{head}")
     poss = re.search(r"\bthe ((?:\w+ ){0,2}\w+) of \{T\}", qa.template)
     if poss:
         p = POSS[kind] if kind != "PERSON" else {"she": "her", "he": "his"}.get(qa.extra.get("gender"), "their")

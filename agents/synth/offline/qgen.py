@@ -125,7 +125,9 @@ def _lower_first(tokens: list) -> list[str]:
     if tokens and words and not _keep_case(tokens[0]):
         t = tokens[0]
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
-                t.lower_ in _lower_vocab(t.doc):
+                t.lower_ in _lower_vocab(t.doc) or \
+                (t.pos_ == "ADJ" or t.tag_ == "NNS") and not t.ent_type_ and t.i == t.sent.start:
+            # "Various expeditions failed ..." -> "Did various expeditions fail ...?" (names are PROPN or entities)
             words[0] = words[0].lower()
     return words
 
@@ -582,7 +584,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             rest = _vp(clause, {dobj.i})
             if obj_toks and rest is not None and (dobj.ent_type_ or dobj.pos_ == "PROPN"):
                 aux = [a.text for a in clause.auxes]
-                wh = "Who" if subj_ent == "PERSON" else "What"
+                wh = "Who"       # a person or an organisation acting: "Who attacked the front?"
                 tmpl = " ".join([wh] + aux + [v.text, "{T}"] + rest)
                 topic = " ".join(_lower_first(obj_toks))
                 out.append(QA(question=finish(tmpl.replace("{T}", topic)), qtype="who", answer=_text(subj_toks_or_text),
@@ -812,7 +814,7 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         if not any(t.pos_ in ("VERB", "AUX") for t in toks):
             return "no verb"
     for t in toks[1:]:
-        if t.text[:1].isupper() and t.pos_ in ("DET", "ADP", "CCONJ", "SCONJ", "AUX", "VERB", "ADV") \
+        if t.text[:1].isupper() and t.pos_ in ("DET", "ADP", "CCONJ", "SCONJ", "AUX", "VERB", "ADV", "ADJ") \
                 and t.text not in ("I",) and not t.ent_type_:
             return f"stray capitalised {t.text!r} inside the question"
     for t in toks:
@@ -855,6 +857,10 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
     if re.search(r"\b(?:me|us)\b", q, re.IGNORECASE) and not re.search(r"\b(?:I|we)\b", q):
         return "a first-person object without a first-person subject (quoted speech)"
+    if re.match(r"^\w+'(?:ve|re|ll|d)\b", q):
+        return "a contracted auxiliary after the wh-word"                   # "What've people got ...?"
+    if re.search(r"\b(?:in order|so as|a way|the ability|an attempt|an effort)\?$", q, re.IGNORECASE):
+        return "a complement cut off (ends in 'in order', 'a way', ...)"     # "Does he sacrifice himself in order?"
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
         return f"ends in {last.text!r}"
