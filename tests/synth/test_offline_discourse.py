@@ -272,3 +272,13 @@ def test_yes_no_questions_only_on_follow_ups_and_with_their_share():
     assert "yesno" not in kinds(standalone=True, discourse={"yesno": 1.0})            # an opening: wh only
     assert "yesno" not in kinds(segment=seg, discourse={"yesno": 0.0})                 # share 0: never
     assert "yesno" in kinds(segment=seg, discourse={"yesno": 1.0})                     # share 1: offered
+
+
+def test_a_question_phrase_is_never_the_context():
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"standalone_question": "What products can I install with the tile?", "title": "",
+            "answer": "What products can I install? WebSphere Application Server.",
+            "gold_text": "What products can I install? What Products are supported by WebSphere Application Server?"}]
+    cands = context_candidates(seg)
+    assert "websphere application server" in cands
+    assert not any(c.split()[0] in ("what", "which", "how") for c in cands)     # no "... in What products?"

@@ -393,6 +393,9 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
 
 # --- the context a follow-up leaves implicit ---------------------------------------------------------
 
+_WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}     # "... in What products?"
+
+
 def context_candidates(segment: list[dict]) -> list[str]:
     """Phrases the segment established as its context, most salient first (normalised): the focus,
     the main names of the segment's gold passages (newest first), the multiword proper names its
@@ -415,7 +418,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
     for n in salient + asked + mentioned:
         k = norm_np(n or "")
         content = [w for w in k.split() if len(w) >= 4 and w not in sw]
-        if k and k not in out and k not in _GENERIC and content \
+        if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH \
                 and not any(k == p or k in p.split() for p in people) \
                 and 2 * sum(w in said for w in content) >= len(content):
             # (a person is never the context: "... in Gandhi?"; and the context is what the

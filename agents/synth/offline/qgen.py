@@ -112,6 +112,13 @@ def _text(tokens) -> str:
     return detokenize(out)
 
 
+def _as_mine(text: str) -> str:
+    """A manual's words to the reader as the reader's own question: "To define your own intents" ->
+    "How do I define my own intents?"."""
+    return re.sub(r"\b([Yy])our(self)?\b", lambda m: ("M" if m.group(1) == "Y" else "m") + ("yself" if m.group(2) else "y"),
+                  text)
+
+
 def _keep_case(tok) -> bool:
     return tok.pos_ == "PROPN" or tok.text == "I" or bool(tok.ent_type_ and tok.text[:1].isupper()
                                                              and tok.ent_iob_ == "B" and tok.i != tok.sent.start) \
@@ -429,7 +436,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
             else:                   # "Do Y to X." -> the answer is the instruction before it
                 rest = [t for t in sent if t.i < min(x.i for x in to_cl.subtree) and not t.is_space]
-            out.append(QA(question=finish("How do I " + _text(purpose)), qtype="how",
+            out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how",
                           answer=_text([t for t in rest if not (t.is_punct and t.i == rest[0].i)]),
                           sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
         return out
@@ -655,6 +662,7 @@ def heading_questions(text: str, start: int = 0) -> list[QA]:
         rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
         rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
+        rest = _as_mine(rest)
         q = finish(f"How do I {head.lemma_.lower()} {rest}")
         nxt = next((ln for ln in lines[i + 1:] if len(ln.split()) >= 4), "")
         if not nxt or well_formed(q) is not None:
@@ -829,6 +837,10 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "a pronoun that does not agree with its auxiliary"          # "Does they ...?", "Is they ...?"
     pron_noun = next((t for t in toks[:-1] if t.lower_ in ("they", "he", "she", "we")
                       and doc[t.i + 1].pos_ in ("NOUN", "PROPN")), None)
+    in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
+                  and doc[t.i - 1].pos_ in ("NOUN", "PROPN", "ADJ", "NUM")), None)
+    if in_np is not None:     # "Do domain they specify a list of IP addresses?" (a phrase half replaced)
+        return f"a pronoun inside a noun phrase ({doc[in_np.i - 1].text!r} {in_np.text!r})"
     if pron_noun is not None:
         return f"a pronoun used as a modifier ({pron_noun.text!r} {doc[pron_noun.i + 1].text!r})"   # "they resolvers"
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
