@@ -282,3 +282,15 @@ def test_a_question_phrase_is_never_the_context():
     cands = context_candidates(seg)
     assert "websphere application server" in cands
     assert not any(c.split()[0] in ("what", "which", "how") for c in cands)     # no "... in What products?"
+
+
+def test_refer_back_replaces_neither_a_predicate_nor_half_a_phrase():
+    from agents.synth.offline.discourse import refer_back
+    seg = [{"standalone_question": "Who was an effective emperor of Rome?", "title": "Roman Empire", "gold_text": "",
+            "answer": "Vespasian was an effective emperor. Domain lockdown rules and stem cells were mentioned."}]
+    out = refer_back("Was the ruler an effective emperor in the provinces?", seg)
+    assert out is None or "the ruler it" not in out
+    out = refer_back("Do domain lockdown rules specify a list of IP addresses?", seg)
+    assert out is None or "domain they" not in out.lower()
+    out = refer_back("What may hematopoietic stem cells cross in the marrow?", seg)     # an adjective the parser
+    assert out is None or "hematopoietic them" not in out                               # reads as a verb

@@ -37,6 +37,8 @@ def test_detokenize_undoes_tokenised_spacing():
     ("What've people got of the law?", "contracted"),
     ("Did Various expeditions fail to find the source?", "capital"),
     ("Do domain they specify a list of IP addresses?", "inside a noun phrase"),   # "domain lockdown rules" half replaced
+    ("Was Vespasian an effective it?", "predicate"),
+    ("Did the fall of the Wall pave the way in 1990?", "cut off"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
@@ -140,3 +142,10 @@ def test_sentence_initial_capitals_of_common_words_are_dropped_and_agents_are_wh
 def test_a_manuals_instruction_becomes_the_readers_own_question():
     qs = [qa.question for qa in passage_questions("To define your own intents, see Defining intents. It is easy.", "")]
     assert "How do I define my own intents?" in qs and not any("your" in q for q in qs)
+
+
+def test_idiom_objects_are_not_asked_and_a_pronoun_is_no_predicate():
+    qs = [qa.question for qa in passage_questions("Yichud can take place anywhere, from a rabbi's study to a classroom.", "")]
+    assert not any(q.startswith("What can Yichud take") for q in qs)          # "take place": "place" is no answer
+    assert "predicate" in (well_formed("Was Vespasian it?", followup=True) or "")
+    assert well_formed("Is the answer in it?", followup=True) is None

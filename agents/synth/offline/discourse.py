@@ -351,6 +351,10 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         root = c.root
         if root.lower_ in _NOT_NP or c.start == 0 or root.ent_type_ == "PERSON" or any(t.ent_type_ == "PERSON" for t in c):
             continue
+        if root.dep_ in ("attr", "oprd") or doc[c.start - 1].pos_ in ("ADJ", "NOUN", "PROPN", "NUM") \
+                or (c.end < len(doc) and doc[c.end].pos_ == "VERB" and root.dep_ == "dobj"):
+            continue          # a predicate ("Was Vespasian it?"), half a phrase ("domain they") or a misparse
+                              # ("What may hematopoietic them cross?": the object is the verb's subject)
         n = norm_np(c.text)
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
@@ -379,7 +383,7 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             elif aux & _PLUR_AUX:
                 plural = True
             rep = "they" if plural else "it"
-        elif dep in ("dobj", "pobj", "attr", "dative", "oprd"):
+        elif dep in ("dobj", "pobj", "dative"):
             rep = "them" if plural else "it"
         else:
             continue

@@ -112,6 +112,12 @@ def _text(tokens) -> str:
     return detokenize(out)
 
 
+# verb + object idioms whose object is no answer: "Yichud can take place anywhere" gives no "What can Yichud take?"
+_IDIOMS = {("take", "place"), ("take", "part"), ("take", "care"), ("take", "effect"), ("take", "advantage"),
+           ("take", "action"), ("pave", "way"), ("give", "rise"), ("make", "sense"), ("make", "use"),
+           ("play", "role"), ("play", "part"), ("make", "way"), ("take", "note"), ("take", "account")}
+
+
 def _as_mine(text: str) -> str:
     """A manual's words to the reader as the reader's own question: "To define your own intents" ->
     "How do I define my own intents?"."""
@@ -565,7 +571,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 if qa:
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
-            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (
+            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS and (
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")):
@@ -839,6 +845,12 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                       and doc[t.i + 1].pos_ in ("NOUN", "PROPN")), None)
     in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
                   and doc[t.i - 1].pos_ in ("NOUN", "PROPN", "ADJ", "NUM")), None)
+    if toks[0].lower_ in ("is", "was", "are", "were") and len(toks) > 2 and toks[-1].pos_ == "PRON" \
+            and toks[-1].lower_ in ("it", "they", "them", "him", "her") and toks[-2].pos_ != "ADP" \
+            and not any(t.pos_ == "VERB" for t in toks):
+        return f"a pronoun as the predicate ({toks[-1].text!r})"      # "Was Vespasian it?"
+    if re.search(r"\bpav(?:e|es|ed|ing) the way\b(?! for\b| to\b)", q, re.IGNORECASE):
+        return "a complement cut off ('pave the way' without what it leads to)"
     if in_np is not None:     # "Do domain they specify a list of IP addresses?" (a phrase half replaced)
         return f"a pronoun inside a noun phrase ({doc[in_np.i - 1].text!r} {in_np.text!r})"
     if pron_noun is not None:
