@@ -149,3 +149,12 @@ def test_idiom_objects_are_not_asked_and_a_pronoun_is_no_predicate():
     assert not any(q.startswith("What can Yichud take") for q in qs)          # "take place": "place" is no answer
     assert "predicate" in (well_formed("Was Vespasian it?", followup=True) or "")
     assert well_formed("Is the answer in it?", followup=True) is None
+
+
+def test_a_product_or_command_tagged_org_is_what_and_an_expletive_it_is_not_resolved():
+    qs = [qa.question for qa in passage_questions(
+        "If no alert is configured, the first PUT will create the Index Rate Alert automatically.", "")]
+    assert "What will create the Index Rate Alert automatically?" in qs and not any(q.startswith("Who") for q in qs)
+    qs = [qa.question for qa in passage_questions("This topic describes key deletion. As part of a testing and "
+                                                  "development process, it is normal to create and delete keys often.", "")]
+    assert not any("normal to create" in q for q in qs)      # "it is normal to ...": no "Is this topic normal to ...?"

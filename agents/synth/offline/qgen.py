@@ -118,6 +118,22 @@ _IDIOMS = {("take", "place"), ("take", "part"), ("take", "care"), ("take", "effe
            ("play", "role"), ("play", "part"), ("make", "way"), ("take", "note"), ("take", "account")}
 
 
+_PRODUCT_WORDS = {"cloud", "service", "services", "storage", "studio", "server", "api", "sdk", "database", "platform",
+                  "functions", "assistant", "discovery", "kubernetes", "protect", "manager", "console", "cli", "app",
+                  "engine", "system", "software", "model", "network"}
+
+
+def _agent_org(toks) -> bool:
+    """An organisation that acts like people ("Who acquired GitHub?" for Microsoft) rather than a product
+    or a command the entity tagger also calls ORG ("IBM Cloud Object Storage", "PUT")."""
+    if not isinstance(toks, str) and any(t.ent_type_ == "ORDINAL" for t in toks):
+        return False      # "the first PUT"
+    ws = [t.text for t in toks if t.ent_type_ == "ORG"] if not isinstance(toks, str) else toks.split()
+    if not ws or any(w.lower() in _PRODUCT_WORDS for w in ws) or any(ch.isdigit() for w in ws for ch in w):
+        return False
+    return not (len(ws) == 1 and ws[0].isupper())
+
+
 def _as_mine(text: str) -> str:
     """A manual's words to the reader as the reader's own question: "To define your own intents" ->
     "How do I define my own intents?"."""
@@ -259,6 +275,9 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
             if "LAST" in antecedents and antecedents["LAST"] != ant:
                 return None   # the previous sentence's subject was someone/something else: "he" is ambiguous
         elif low in ("it", "this"):
+            if low == "it" and subj.head.lemma_ in ("be", "take", "seem", "appear", "become") and \
+                    any(c.dep_ in ("xcomp", "ccomp", "csubj") for c in subj.head.children):
+                return None   # expletive "it": "It is normal to create and delete keys often."
             ant = antecedents.get("SING")
         elif low in ("they", "these"):
             ant = antecedents.get("PLUR")
@@ -597,7 +616,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             rest = _vp(clause, {dobj.i})
             if obj_toks and rest is not None and (dobj.ent_type_ or dobj.pos_ == "PROPN"):
                 aux = [a.text for a in clause.auxes]
-                wh = "Who"       # a person or an organisation acting: "Who attacked the front?"
+                wh = "Who" if subj_ent == "PERSON" or _agent_org(subj_toks_or_text) else "What"
                 tmpl = " ".join([wh] + aux + [v.text, "{T}"] + rest)
                 topic = " ".join(_lower_first(obj_toks))
                 out.append(QA(question=finish(tmpl.replace("{T}", topic)), qtype="who", answer=_text(subj_toks_or_text),
