@@ -294,3 +294,19 @@ def test_refer_back_replaces_neither_a_predicate_nor_half_a_phrase():
     assert out is None or "domain they" not in out.lower()
     out = refer_back("What may hematopoietic stem cells cross in the marrow?", seg)     # an adjective the parser
     assert out is None or "hematopoietic them" not in out                               # reads as a verb
+
+
+def test_refer_back_leaves_amounts_and_a_definition_gives_no_unanswerable_when_is():
+    from agents.synth.offline.discourse import refer_back
+    from agents.synth.offline.questioning import ask
+    seg = [{"standalone_question": "How long did Feinman work?", "title": "", "gold_text": "",
+            "answer": "Seven months. Feinman spent seven months on the project."}]
+    out = refer_back("Did Feinman spend seven months on the project?", seg)
+    assert out is None or "spend them" not in out
+    x = {"unanswerable": True, "segment": [], "passages": [
+        {"doc_id": "d1", "title": "", "text": "The Isthmus of Panama is North America's only land connection to South America."}]}
+    try:
+        q = ask(x)[1]
+    except ValueError:
+        q = ""
+    assert not q.startswith(("When is", "Where is", "Why is"))

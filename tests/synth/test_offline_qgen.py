@@ -39,6 +39,8 @@ def test_detokenize_undoes_tokenised_spacing():
     ("Do domain they specify a list of IP addresses?", "inside a noun phrase"),   # "domain lockdown rules" half replaced
     ("Was Vespasian an effective it?", "predicate"),
     ("Did the fall of the Wall pave the way in 1990?", "cut off"),
+    ("Did the president congratulate Modi on behalf?", "cut off"),             # "on behalf of the industry"
+    ("Were the first triumphal arches set up in the time?", "cut off"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
@@ -158,3 +160,8 @@ def test_a_product_or_command_tagged_org_is_what_and_an_expletive_it_is_not_reso
     qs = [qa.question for qa in passage_questions("This topic describes key deletion. As part of a testing and "
                                                   "development process, it is normal to create and delete keys often.", "")]
     assert not any("normal to create" in q for q in qs)      # "it is normal to ...": no "Is this topic normal to ...?"
+
+
+def test_a_sentence_initial_ordinal_loses_its_capital():
+    qs = [qa.question for qa in passage_questions("First McDonald's restaurant opened in 1940 in San Bernardino.", "")]
+    assert qs and not any(" First " in q for q in qs)

@@ -352,8 +352,10 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         if root.lower_ in _NOT_NP or c.start == 0 or root.ent_type_ == "PERSON" or any(t.ent_type_ == "PERSON" for t in c):
             continue
         if root.dep_ in ("attr", "oprd") or doc[c.start - 1].pos_ in ("ADJ", "NOUN", "PROPN", "NUM") \
+                or any(t.pos_ == "NUM" or t.ent_type_ in ("DATE", "TIME", "QUANTITY", "MONEY", "CARDINAL") for t in c) \
                 or (c.end < len(doc) and doc[c.end].pos_ == "VERB" and root.dep_ == "dobj"):
-            continue          # a predicate ("Was Vespasian it?"), half a phrase ("domain they") or a misparse
+            continue          # a predicate ("Was Vespasian it?"), half a phrase ("domain they"), an amount
+                              # ("Did Feinman spend them on the project?") or a misparse
                               # ("What may hematopoietic them cross?": the object is the verb's subject)
         n = norm_np(c.text)
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \

@@ -151,11 +151,12 @@ def _lower_first(tokens: list) -> list[str]:
     """The phrase's words for use inside a question: a sentence-initial capital is dropped only
     from function words and from words the passage also writes in lower case."""
     words = [t.text for t in tokens if not t.is_space]
-    if tokens and words and not _keep_case(tokens[0]):
-        t = tokens[0]
+    t = tokens[0] if tokens else None
+    ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
+    if tokens and words and (ordinal or not _keep_case(tokens[0])):
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
                 t.lower_ in _lower_vocab(t.doc) or \
-                (t.pos_ == "ADJ" or t.tag_ == "NNS") and not t.ent_type_ and t.i == t.sent.start:
+                (t.pos_ == "ADJ" or t.tag_ == "NNS") and not t.ent_type_ and t.i == t.sent.start or ordinal:
             # "Various expeditions failed ..." -> "Did various expeditions fail ...?" (names are PROPN or entities)
             words[0] = words[0].lower()
     return words
@@ -902,7 +903,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "a first-person object without a first-person subject (quoted speech)"
     if re.match(r"^\w+'(?:ve|re|ll|d)\b", q):
         return "a contracted auxiliary after the wh-word"                   # "What've people got ...?"
-    if re.search(r"\b(?:in order|so as|a way|the ability|an attempt|an effort)\?$", q, re.IGNORECASE):
+    if re.search(r"\b(?:in order|so as|a way|the ability|an attempt|an effort|on behalf|in the time|in front|in terms"
+                 r"|in spite|such as|instead)\?$", q, re.IGNORECASE):
         return "a complement cut off (ends in 'in order', 'a way', ...)"     # "Does he sacrifice himself in order?"
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):

@@ -252,8 +252,8 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 body = _with_object(qa)
                 if body is None:
                     continue
-            if body == qa.template or "{T}" not in body:
-                continue
+            if body == qa.template or "{T}" not in body or re.fullmatch(r"(?:is|are|was|were) \{T\}", body):
+                continue          # (no "When is North America's only land connection?" from a definition)
             if qa.qtype in ("who", "what") and body.startswith(("{T}",)):
                 continue
             if not re.match(r"^(is|are|was|were|do|does|did|has|have|had|can|will)\b", body):
