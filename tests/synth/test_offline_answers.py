@@ -122,3 +122,15 @@ def test_uniqueness_of_a_yes_no_answer_needs_the_clause_with_the_same_polarity()
     assert judge.run_offline({"question": q, "answer": ans, "candidate": same}).answers
     assert not judge.run_offline({"question": q, "answer": ans, "candidate": opposite}).answers
     assert not judge.run_offline({"question": q, "answer": ans, "candidate": other}).answers
+
+
+def test_a_definition_question_needs_an_answer_that_defines_it():
+    from agents.synth.offline.answering import answer, check
+    q = "What is Red Hat OpenShift?"
+    passing = {"text": "For more information about how to set up IBM Blockchain in Red Hat OpenShift on IBM Cloud, "
+                       "see the tutorial. You can deploy apps."}
+    defining = {"text": "Red Hat OpenShift on IBM Cloud is a managed offering to create your own cluster. It runs apps."}
+    bad = check({"question": q, "answer": answer(q, q, passing), "passage": passing})
+    assert not bad["type_ok"] and any("does not define" in r for r in bad["reasons"])
+    good = check({"question": q, "answer": answer(q, q, defining), "passage": defining})
+    assert good["type_ok"] and good["reasons"] == []

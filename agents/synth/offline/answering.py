@@ -86,6 +86,9 @@ def check(x: dict) -> dict:
     type_ok = fills_slot(qtype, span, context) or (qtype in ("what", "define", "how", "yesno") and bool(span))
     if not type_ok:
         reasons.append(f"the answer {span[:50]!r} is not a {qtype.replace('_', ' ')} answer")
+    if qtype == "define" and type_ok and not _defines(q, sentences(context)[:2]):
+        type_ok = False
+        reasons.append("the answer does not define what the question asks about")
     wanted = set(re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", q))
     missing = {w for w in wanted if not span_in(w, context)}
     if missing:
@@ -102,6 +105,19 @@ def check(x: dict) -> dict:
         reasons.append(f"an answer sentence is not supported by the passage (support {support_min:.2f})")
     return {"span_ok": span_ok, "type_ok": type_ok, "constraints_ok": not missing, "fit": fit,
             "fit_ok": fit >= MIN_FIT, "supported": supported, "reasons": reasons, "qtype": qtype, "span": span}
+
+
+_DEFINING = re.compile(r"\b(?:is|are|was|were|refers? to|means?|stands? for|describes?|provides?|offers?|lets?|"
+                       r"enables?|allows?|helps?|consists? of|includes?)\b", re.IGNORECASE)
+
+
+def _defines(question: str, sents: list[str]) -> bool:
+    """A "What is X?" answer says what X is: a supporting sentence names X (half its content words or more)
+    with a defining verb ("X is a managed Kubernetes offering", "X provides ..."); a sentence that only
+    mentions X in passing ("For more information about how to set up Y in X, see ...") does not."""
+    topic = re.sub(r"^(?:what|who) (?:is|are|was|were) (?:an? |the )?", "", question.strip().lower()).rstrip("?")
+    return any(support(topic, s) >= 0.5 and _DEFINING.search(s) and not re.match(r"^(?:for more|see|if|to)\b", s.lower())
+               for s in sents)
 
 
 def answerable(question: str, passage_text: str) -> bool:
