@@ -9,7 +9,8 @@ Verifier checks (:func:`check`): the answer's span is in the gold passage; its t
 question type (a date for *when*, a number for *how many*, a person for *who* ...); every
 number or year the question names is in the supporting context (a question about 1970 is
 not answered by a sentence about 1933); the question and the supporting sentence fit by
-MiniLM similarity; every sentence of the answer is supported by the passage.
+MiniLM similarity; every sentence of the answer is supported by the passage; a definition question's
+support names what it asks about with a defining verb (:func:`_defines`).
 
 A comparison question over two passages (:mod:`agents.synth.offline.compare`) is answered by
 each thing's definition from its own passage with its supporting sentences
