@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 
 from agents.synth.offline.answer_types import answer_span, fills_slot, question_type
-from agents.synth.offline.matching import clause_support, negated, norm, span_in, support
+from agents.synth.offline.matching import norm, span_in, states, support, yes_no
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import passage_questions
 from agents.synth.text import jaccard_words, sentences
@@ -74,10 +74,10 @@ def check(x: dict) -> dict:
     asents = sentences(ans) or [ans]
     context = " ".join(asents[1:]) if len(asents) > 1 and span == asents[0].rstrip(".") else ans
     reasons = []
-    if qtype == "yesno" and span.strip().lower() in ("yes", "no"):
+    yn = yes_no(span) if qtype == "yesno" else None
+    if yn:
         # a yes/no answer: its supporting sentence states the clause asked about, with the answer's polarity
-        first = asents[1] if len(asents) > 1 else context
-        span_ok = clause_support(q, first) >= 0.8 and negated(first) == (span.strip().lower() == "no")
+        span_ok = states(q, asents[1] if len(asents) > 1 else context, yn)[0]
         if not span_ok:
             reasons.append(f"the supporting sentence does not state what the question asks with the answer {span!r}")
     else:

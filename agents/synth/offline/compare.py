@@ -64,9 +64,14 @@ def comparable(a: QA, b: QA) -> bool:
 _LEAD = 400       # a passage's opening, where an encyclopedia names a thing's other names
 
 
-def _named_in(topic: str, text: str) -> bool:
+def _lowered(text: str) -> str:
+    return detokenize(text).lower()
+
+
+def _named_in(topic: str, lowered: str) -> bool:
+    """``topic`` (without its article) is a phrase of ``lowered`` (text through :func:`_lowered`)."""
     t = _bare(detokenize(topic))
-    return bool(t) and re.search(r"(?<![\w-])" + re.escape(t) + r"(?![\w-])", detokenize(text).lower()) is not None
+    return bool(t) and re.search(r"(?<![\w-])" + re.escape(t) + r"(?![\w-])", lowered) is not None
 
 
 def _same_thing(a: QA, b: QA) -> bool:
@@ -74,7 +79,7 @@ def _same_thing(a: QA, b: QA) -> bool:
     names the other ("World War II, also known as the Second World War, was ..."), or close names
     (MiniLM cosine >= 0.85) defined alike (>= 0.7). :func:`candidates` also skips a pair whose
     passage opening names the other thing."""
-    if _named_in(b.topic, a.sentence) or _named_in(a.topic, b.sentence):
+    if _named_in(b.topic, _lowered(a.sentence)) or _named_in(a.topic, _lowered(b.sentence)):
         return True
     from agents.synth.offline.semantic import similarity
     return similarity(a.topic, b.topic) >= 0.85 and similarity(a.answer, b.answer) >= 0.7
@@ -88,6 +93,7 @@ def candidates(passages: list[dict]) -> list[tuple[int, int, QA]]:
     """``(i, j, qa)``: a comparison question whose gold is passages ``i`` (defines X) and ``j``
     (defines Y); ``qa.question`` is the standalone form, ``qa.extra`` holds both definitions."""
     defs = [(i, qa) for i, p in enumerate(passages) for qa in definitions(p)]
+    leads = [_lowered(p["text"][:_LEAD]) for p in passages]     # once per passage, not per pair
     out: list[tuple[int, int, QA]] = []
     seen: set[tuple[str, str]] = set()
     for k, (i, a) in enumerate(defs):
@@ -95,8 +101,7 @@ def candidates(passages: list[dict]) -> list[tuple[int, int, QA]]:
             if i == j or passages[i]["doc_id"] == passages[j]["doc_id"]:
                 continue
             key = (_bare(a.topic), _bare(b.topic))
-            if key in seen or _named_in(b.topic, passages[i]["text"][:_LEAD]) \
-                    or _named_in(a.topic, passages[j]["text"][:_LEAD]) or not comparable(a, b):
+            if key in seen or _named_in(b.topic, leads[i]) or _named_in(a.topic, leads[j]) or not comparable(a, b):
                 continue          # (a passage whose opening names the other thing: two names of one thing)
             seen.add(key)
             for (xi, x), (yi, y) in (((i, a), (j, b)), ((j, b), (i, a))):     # either may be the focus

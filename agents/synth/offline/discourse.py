@@ -166,6 +166,11 @@ def coreferable(qa: QA, topics: list[str]) -> int | None:
     return None
 
 
+def _common_noun(word: str) -> bool:
+    """``word`` in lower case reads as a common noun ("the flag is here"), not a name."""
+    return parse(f"the {word.lower()} is here")[1].tag_ in ("NN", "NNS")
+
+
 def _pronoun_form(qa: QA) -> str | None:
     kind = qa.topic_kind
     m = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic, re.IGNORECASE)
@@ -173,7 +178,7 @@ def _pronoun_form(qa: QA) -> str | None:
         head = m.group(1)
         if head[:1].isupper():
             # "Flag of France" -> "its flag"; a name ("Federal Republic of Germany") has no possessive form
-            if len(head.split()) > 1 or head.isupper() or parse(f"the {head.lower()} is here")[1].tag_ not in ("NN", "NNS"):
+            if len(head.split()) > 1 or head.isupper() or not _common_noun(head):
                 return None
             head = head.lower()
         return qa.template.replace("{T}", f"{POSS['SING' if not m.group(2).lower().endswith('s') else 'PLUR']} "
@@ -209,8 +214,7 @@ def _short_form(qa: QA) -> str | None:
     if qa.topic_kind == "PERSON":
         short = head
     else:
-        doc = parse(f"the {head.lower()} is here")
-        if doc[1].tag_ in ("NN", "NNS") and head.lower() not in ("one", "system", "thing", "part", "way"):
+        if _common_noun(head) and head.lower() not in ("one", "system", "thing", "part", "way"):
             short = f"the {head.lower()}"
         elif head[:1].isupper() and not words[0].lower() in ("the", "a", "an"):
             short = head

@@ -89,18 +89,34 @@ def negated(text: str) -> bool:
     return re.search(r"\b(not|never|cannot|no longer)\b|n[’']t\b", text, re.IGNORECASE) is not None
 
 
+YESNO_SUPPORT = 0.8     # share of a yes/no question's terms a sentence must carry to state its clause
+
+
+def yes_no(span: str) -> str | None:
+    """``"yes"``/``"no"`` when an answer's span is a yes/no answer, else None."""
+    s = span.strip().lower()
+    return s if s in ("yes", "no") else None
+
+
+def states(question: str, text: str, answer: str) -> tuple[bool, float]:
+    """(``text`` states the yes/no ``question``'s clause with the polarity of ``answer``, the term support)."""
+    s = clause_support(question, text)
+    return s >= YESNO_SUPPORT and negated(text) == (answer == "no"), s
+
+
 def also_answers(question: str, answer: str, candidate: str, min_support: float = 0.6) -> tuple[bool, str]:
     """(answers, reason) for the candidate passage; see the module docstring. A yes/no answer is
     found where a window carries >= 0.8 of the question's terms with the same polarity."""
     qtype = question_type(question)
     if answer:
         span = answer_span(answer, qtype)
-        if qtype == "yesno" and span.strip().lower() in ("yes", "no"):
+        yn = yes_no(span) if qtype == "yesno" else None
+        if yn:
             best = 0.0
             for w in windows(candidate):
-                s = clause_support(question, w)
+                ok, s = states(question, w, yn)
                 best = max(best, s)
-                if s >= 0.8 and negated(w) == (span.strip().lower() == "no"):
+                if ok:
                     return True, f"the same {span.strip()!r} with {s:.2f} of the question's terms in one passage window"
             return False, f"no window states the question's clause (best term support {best:.2f})"
         best = 0.0

@@ -863,14 +863,14 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "a pronoun that does not agree with its auxiliary"          # "Does they ...?", "Is they ...?"
     pron_noun = next((t for t in toks[:-1] if t.lower_ in ("they", "he", "she", "we")
                       and doc[t.i + 1].pos_ in ("NOUN", "PROPN")), None)
-    in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
-                  and doc[t.i - 1].pos_ in ("NOUN", "PROPN", "ADJ", "NUM")), None)
     if toks[0].lower_ in ("is", "was", "are", "were") and len(toks) > 2 and toks[-1].pos_ == "PRON" \
             and toks[-1].lower_ in ("it", "they", "them", "him", "her") and toks[-2].pos_ != "ADP" \
             and not any(t.pos_ == "VERB" for t in toks):
         return f"a pronoun as the predicate ({toks[-1].text!r})"      # "Was Vespasian it?"
     if re.search(r"\bpav(?:e|es|ed|ing) the way\b(?! for\b| to\b)", q, re.IGNORECASE):
         return "a complement cut off ('pave the way' without what it leads to)"
+    in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
+                  and doc[t.i - 1].pos_ in ("NOUN", "PROPN", "ADJ", "NUM")), None)
     if in_np is not None:     # "Do domain they specify a list of IP addresses?" (a phrase half replaced)
         return f"a pronoun inside a noun phrase ({doc[in_np.i - 1].text!r} {in_np.text!r})"
     if pron_noun is not None:

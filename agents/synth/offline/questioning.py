@@ -36,7 +36,7 @@ from agents.synth.offline.discourse import (DiscourseShares, context_candidates,
                                             history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
-from agents.synth.offline.nlp import clean_passage
+from agents.synth.offline.nlp import clean_passage, parse
 from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
@@ -205,7 +205,6 @@ def _with_object(qa: QA) -> str | None:
     ans = re.sub(r"[.;:,!?]+$", "", (qa.answer or "").strip())
     if not m or qa.topic_role != "subj" or not ans or not 1 <= len(ans.split()) <= 6 or re.search(r"[.;:!?()]", ans):
         return None
-    from agents.synth.offline.nlp import parse
     doc = parse(ans)
     if not any(t.pos_ in ("NOUN", "PROPN") for t in doc) or doc[0].pos_ in ("VERB", "AUX", "ADP", "SCONJ"):
         return None
@@ -218,7 +217,6 @@ def _with_object(qa: QA) -> str | None:
 def _named_slots(clause: str) -> set[str]:
     """The wh-words whose slot ``clause`` already fills: ``When`` for a date or year, ``Where`` for
     a place (spaCy entities)."""
-    from agents.synth.offline.nlp import parse
     out = set()
     ents = {e.label_ for e in parse(clause).ents}
     if "DATE" in ents or "TIME" in ents or re.search(r"\b(1[0-9]{3}|20[0-9]{2})\b", clause):
