@@ -16,6 +16,10 @@ class SynthConfig(BaseModel):
         "passages closest to it (same title, then shared words), so that a conversation can stay on its subject "
         "as people's do; the rest are a seeded random sample of the pool. 0 = a uniform sample every turn "
         "(the reference pipeline); first and switch turns are always uniform"))
+    focus_page: bool = Field(True, description=(
+        "a follow-up's focus passages may come from the previous gold's page (same title, or the chunks of one "
+        "document) outside the cluster when the cluster holds no other passage of it: people ask several questions "
+        "of one article; False = the cluster pool only"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")

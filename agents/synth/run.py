@@ -247,11 +247,14 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
     from agents.synth.checkpoint import GroupCommitSqliteSaver
+    from agents.synth.turn import page_index
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
     key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
-        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg), checkpointer=saver)
+        pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
+        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages),
+                            checkpointer=saver)
         sem = asyncio.Semaphore(cfg.concurrency)
         stop = asyncio.Event()
         # every conversation's checkpoint before any runs (a later read would queue behind the writes)

@@ -4,7 +4,7 @@ every agent node (history, passages, usage, the failed-call record)."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, TypedDict
 
 from agents.synth.config import SynthConfig
@@ -45,6 +45,8 @@ class GraphContext:
     llm: Any                                      # agents.session.LLMSession
     search: Callable[[str, int], list[str]]       # standalone question -> top-k chunk ids
     cfg: SynthConfig
+    pages: dict[str, tuple[str, ...]] = field(default_factory=dict)   # page_key -> its passages (2+)
+    views: dict[str, frozenset[str]] = field(default_factory=dict)   # focus_passages' content-word cache
 
 
 def seeded_rng(*parts: Any) -> random.Random:

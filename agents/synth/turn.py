@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
-from agents.synth.text import jaccard_words
+from agents.synth.text import content_words
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
     """``shown_passages`` from the conversation's current cluster pool: on a follow-up, the
-    ``focus_passages`` closest to the previous turn's gold (:func:`focus_passages`), the rest a
-    seeded random sample; the order shuffled (seeded), so a position says nothing."""
+    ``focus_passages`` closest to the previous turn's gold (:func:`focus_passages`; with
+    ``focus_page``, the other passages of its page count too), the rest a seeded random sample of the
+    pool; the order shuffled (seeded), so a position says nothing."""
     pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
-    focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n))
+    pages = getattr(ctx, "pages", None) if ctx.cfg.focus_page else None
+    focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
+                           getattr(ctx, "views", None))
     chosen = set(focus)
     rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
@@ -24,10 +27,35 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     return {"shown": shown, "cand": None, "answer": None, "extra": [], "turn_error": None}
 
 
-def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k: int) -> list[str]:
+def page_key(doc: dict) -> str | None:
+    """The page a passage belongs to: its title (case-folded) when it has one, else its source
+    document (``doc_id``: the chunks of one document); ``None`` for neither."""
+    title = (doc.get("title") or "").strip().lower()
+    if title:
+        return "t:" + title
+    return "d:" + doc["doc_id"] if doc.get("doc_id") else None
+
+
+def page_index(corpus: dict[str, dict]) -> dict[str, tuple[str, ...]]:
+    """page_key -> the corpus passages of that page (sorted ids), for pages of 2+ passages only."""
+    by: dict[str, list[str]] = {}
+    for cid, doc in corpus.items():
+        k = page_key(doc)
+        if k is not None:
+            by.setdefault(k, []).append(cid)
+    return {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
+
+
+def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k: int,
+                   pages: dict[str, tuple[str, ...]] | None = None,
+                   cache: dict[str, frozenset[str]] | None = None) -> list[str]:
     """On a follow-up turn (not the first, not the switch turn): the previous accepted turn's gold
-    passage of this segment and the ``k - 1`` pool passages closest to it (same title first,
-    then the content-word Jaccard of title and opening text; ties by doc_id). Empty otherwise."""
+    passage of this segment and the ``k - 1`` passages closest to it (same title first, then the
+    content-word Jaccard of title and opening text; ties by doc_id) among the pool and, given
+    ``pages`` (:func:`page_index`), the other passages of the gold's page anywhere in the corpus: a
+    person reading an article asks the next question of the same article even where the cluster
+    holds only one of its passages. Empty otherwise. ``cache`` keeps each passage's content words
+    (title and opening) between calls."""
     if k <= 0:
         return []
     st = state.get("switch_turn")
@@ -39,21 +67,29 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
     for t in reversed(state.get("turns", [])):
         if t.get("status") != "ok" or (st is not None and (t["turn"] >= st) != second):
             continue
-        prev = next((g for g in t.get("gold_doc_ids") or [] if g in members), None)
+        prev = next((g for g in t.get("gold_doc_ids") or [] if g in members or (pages and g in corpus)), None)
         if prev is not None:
             break
     if prev is None:
         return []
     ref = corpus[prev]
 
-    def view(d: str) -> str:
-        c = corpus[d]
-        return f"{c.get('title') or ''} {c['text'][:400]}"
+    cache = {} if cache is None else cache
+
+    def view(d: str) -> frozenset[str]:
+        if d not in cache:
+            c = corpus[d]
+            cache[d] = frozenset(content_words(f"{c.get('title') or ''} {c['text'][:400]}"))
+        return cache[d]
+
+    def jaccard(a: frozenset[str], b: frozenset[str]) -> float:     # = text.jaccard_words on the views
+        return len(a & b) / len(a | b) if a or b else 1.0
 
     ref_view, ref_title = view(prev), (ref.get("title") or "").strip().lower()
-    near = sorted((d for d in pool if d != prev),
+    cands = members | set((pages or {}).get(page_key(ref) or "", ()))
+    near = sorted((d for d in cands if d != prev),
                   key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
-                                 -jaccard_words(ref_view, view(d)), d))
+                                 -jaccard(ref_view, view(d)), d))
     return [prev, *near[:k - 1]]
 
 

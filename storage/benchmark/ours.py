@@ -10,9 +10,18 @@ from storage.records import Document
 from storage.store import RunStore, StoreError
 
 
+def _candidates(pool: tuple[str, ...], gold: list[str] | None) -> tuple[str, ...]:
+    """The passages a turn was written from: its cluster, plus its gold passages from outside it (a
+    follow-up may draw on another passage of the previous gold's page, ``synth.focus_page``)."""
+    if not pool:
+        return ()
+    members = set(pool)
+    return pool + tuple(g for g in gold or () if g not in members)
+
+
 def load_ours(run_dir: str | Path, with_corpus: bool = True) -> Benchmark:
     """A synthesized benchmark; turns with status ``ok`` only, each turn's candidate list is
-    its cluster (the passage pool it was written from). ``with_corpus=False`` leaves the
+    its cluster (the passage pool it was written from) plus its gold passages from outside the cluster. ``with_corpus=False`` leaves the
     corpus empty (for callers that stream the ``chunks`` table themselves, e.g. exports)."""
     store = RunStore(str(run_dir))
     for name in ("chunks", "turns", "qrels"):
@@ -42,6 +51,7 @@ def load_ours(run_dir: str | Path, with_corpus: bool = True) -> Benchmark:
                                gold=qrels.get(r["sample_id"], {}), answerability=r["answerability"],
                                rewrite=r["standalone_question"], turns_since_switch=r["turns_since_switch"],
                                generator=r["model"],
-                               candidates=pools.get(r["cluster_id"], ()) if r["cluster_id"] is not None else ()))
+                               candidates=_candidates(pools.get(r["cluster_id"], ()) if r["cluster_id"] is not None
+                                                      else (), r.get("gold_doc_ids"))))
         h.extend([("user", r["question"]), ("assistant", r["answer"] or "")])
     return Benchmark(name=store.run_id, format="ours", corpus=corpus, turns=turns)

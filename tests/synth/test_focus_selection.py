@@ -64,3 +64,51 @@ def test_selection_is_deterministic():
     st = _state(3, [_ok(1, ["c1"]), _ok(2, ["b1"])])
     a = asyncio.run(select(_ctx(), st))["shown"]
     assert a == asyncio.run(select(_ctx(), st))["shown"] and "b1" in a
+
+
+# --- the previous gold's page outside the cluster (synth.focus_page) ---
+PAGE_CORPUS = {
+    **CORPUS,
+    "a3": {"title": "object storage ", "text": "Versioning keeps every copy of an object in a bucket."},   # same page, not in POOL
+    "x1": {"doc_id": "manual", "title": "", "text": "Install the agent. Restart the host."},
+    "x2": {"doc_id": "manual", "title": "", "text": "Configure the agent after the host restarts."},
+    "y1": {"doc_id": "other", "title": "", "text": "Unrelated text about billing."},
+}
+
+
+def test_page_index_groups_by_title_else_by_document_and_drops_single_passages():
+    from agents.synth.turn import page_index, page_key
+    pages = page_index(PAGE_CORPUS)
+    assert pages["t:object storage"] == ("a1", "a2", "a3")         # title case-folded and stripped
+    assert pages["d:manual"] == ("x1", "x2")                       # no title: the chunks of one document
+    assert page_key(PAGE_CORPUS["y1"]) == "d:other" and "d:other" not in pages
+    assert "t:key protect" not in pages                           # one passage: no page to stay on
+
+
+def test_a_follow_up_may_stay_on_the_previous_golds_page_outside_the_cluster():
+    from agents.synth.turn import page_index
+    pages = page_index(PAGE_CORPUS)
+    pool = ["a1", "b1", "c1", "d1", "e1", "f1"]                     # the cluster holds one passage of the page
+    st = {**_state(3, [_ok(1, ["c1"]), _ok(2, ["a1"])]), "pool": pool}
+    alone = focus_passages(PAGE_CORPUS, st, pool, 2)
+    assert alone[0] == "a1" and alone[1] in pool                    # without pages: the cluster only
+    assert focus_passages(PAGE_CORPUS, st, pool, 2, pages) == ["a1", "a2"]   # a2, a3: the page, not the cluster
+    assert focus_passages(PAGE_CORPUS, st, pool, 3, pages) == ["a1", "a2", "a3"]
+    # the next turn keeps its focus on the page passage it was asked from, though it is not in the pool
+    st2 = {**_state(4, [_ok(1, ["c1"]), _ok(2, ["a1"]), _ok(3, ["a3"])]), "pool": pool}
+    assert focus_passages(PAGE_CORPUS, st2, pool, 3, pages) == ["a3", "a2", "a1"]   # a2 shares more words
+    assert focus_passages(PAGE_CORPUS, st2, pool, 2)[0] == "a1"     # the cluster only: the last gold inside it
+    ctx = SimpleNamespace(corpus=PAGE_CORPUS, cfg=SynthConfig(shown_passages=4, focus_passages=2),
+                          pages=pages, views={})
+    shown = asyncio.run(select(ctx, st))["shown"]
+    assert {"a1", "a2"} <= set(shown) and len(set(shown)) == 4 and set(shown) - {"a2"} <= set(pool)
+    off = SimpleNamespace(corpus=PAGE_CORPUS, cfg=SynthConfig(shown_passages=4, focus_passages=2, focus_page=False),
+                          pages=pages, views={})
+    assert set(asyncio.run(select(off, st))["shown"]) <= set(pool)
+
+
+def test_a_turns_candidate_list_is_its_cluster_plus_gold_from_outside_it():
+    from storage.benchmark.ours import _candidates
+    assert _candidates(("a", "b"), ["b"]) == ("a", "b")
+    assert _candidates(("a", "b"), ["z", "a"]) == ("a", "b", "z")
+    assert _candidates((), ["z"]) == ()
