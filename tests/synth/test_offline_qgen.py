@@ -165,3 +165,24 @@ def test_a_product_or_command_tagged_org_is_what_and_an_expletive_it_is_not_reso
 def test_a_sentence_initial_ordinal_loses_its_capital():
     qs = [qa.question for qa in passage_questions("First McDonald's restaurant opened in 1940 in San Bernardino.", "")]
     assert qs and not any(" First " in q for q in qs)
+
+
+def test_names_are_not_cut_and_misparsed_or_pointing_clauses_are_not_asked():
+    qs = {qa.question: qa.answer for qa in passage_questions(
+        "The Government of India Act 1935 was a major success in this regard.", "")}
+    assert "What was the Government of India Act 1935?" in qs and "What was the Government of India?" not in qs
+    # two objects of one verb (a misparse of "not only ..., but also ..."): nothing is asked
+    assert not passage_questions("The National Origins Formula of 1921 (and its final form in 1924) not only restricted "
+                                 "the number of immigrants who might enter the United States, but also assigned slots "
+                                 "according to quotas based on national origins.", "")
+    # "this song" / "such donors" point into the passage: neither an answer nor part of a question
+    for text in ("The Mormon Tabernacle Choir performed this song during their weekly broadcast of Music and the "
+                 "Spoken Word on June 25th.",
+                 "In most countries other than the US and UK, the law requires such donors to remain anonymous."):
+        assert not passage_questions(text, ""), text
+    # a subject "This" is an event or a claim, not the previous sentence's subject
+    qs = [qa.question for qa in passage_questions("Romeo met a girl at the Capulet feast. This, according to critics, "
+                                                  "took out the love at first sight moment at the Capulet feast.", "")]
+    assert qs and not any("take out" in q for q in qs)
+    qs = [qa.question for qa in passage_questions("The Berlin Wall was built by East Germany in 1961 for this reason.", "")]
+    assert "When was the Berlin Wall built by East Germany?" in qs and not any("this" in q for q in qs)

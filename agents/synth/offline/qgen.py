@@ -181,6 +181,8 @@ def np_tokens(head, max_words: int = 7) -> list:
     too long -> determiner + compounds/adjectives + head."""
     drop: set[int] = set()
     for c in head.children:
+        if c.dep_ == "appos" and _name_part(c, head):
+            continue
         if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
             drop.update(t.i for t in c.subtree)
         elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
@@ -199,6 +201,16 @@ def np_tokens(head, max_words: int = 7) -> list:
     while toks and toks[0].is_punct:
         toks = toks[1:]
     return toks
+
+
+def _name_part(appos, head) -> bool:
+    """An "apposition" the parser found right after its head with no comma, bracket or dash between
+    them is part of one name ("The Government of India Act 1935", "the company Microsoft"): dropping it
+    would cut the name short ("What was the Government of India?")."""
+    sub = [t for t in appos.subtree]
+    start = min(t.i for t in sub)
+    return appos.i > head.i and start > 0 and not head.doc[start - 1].is_punct and len(sub) <= 4 \
+        and not any(t.is_punct for t in sub)
 
 
 def _contiguous(toks: list, head) -> list:
@@ -275,8 +287,10 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
             ant = antecedents.get("PERSON")
             if "LAST" in antecedents and antecedents["LAST"] != ant:
                 return None   # the previous sentence's subject was someone/something else: "he" is ambiguous
-        elif low in ("it", "this"):
-            if low == "it" and subj.head.lemma_ in ("be", "take", "seem", "appear", "become") and \
+        elif low == "this":
+            return None       # "This, according to critics, took out ...": an event or a claim, not the last subject
+        elif low == "it":
+            if subj.head.lemma_ in ("be", "take", "seem", "appear", "become") and \
                     any(c.dep_ in ("xcomp", "ccomp", "csubj") for c in subj.head.children):
                 return None   # expletive "it": "It is normal to create and delete keys often."
             ant = antecedents.get("SING")
@@ -345,6 +359,9 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
     out: list[str] = []
     if any(c.dep_ in ("ccomp", "csubj") and c.i > clause.verb.i for c in clause.verb.children):
         return None                 # "announced that ..." - the question would lose its object
+    if sum(c.dep_ == "dobj" for c in clause.comps) > 1:
+        return None                 # two objects of one verb: a misparse ("not only restricted the number
+                                    # ..., but also assigned slots" -> "What did X restrict the number?")
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
@@ -354,6 +371,8 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         if c.dep_ == "prep" and c.lower_ in ("than", "as", "like", "unlike", "despite", "including"):
             return None             # comparisons and asides do not survive losing their context
         toks = _comp_tokens(c, 6)
+        if toks is not None and any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
+            toks = None             # "this song", "such donors": points into the passage, unknown to the asker
         if toks is None:
             if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd"):
                 return None        # an essential complement we cannot shorten
@@ -400,8 +419,21 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
     topic = " ".join(subj_words)
     q = finish(template.replace("{T}", topic))
     ans = _text(answer_toks) if not isinstance(answer_toks, str) else answer_toks
+    if _pointing(ans):
+        return None
     return QA(question=q, qtype=qtype, answer=ans, sentence=_text(sent), template=template, topic=topic,
               topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
+
+
+_DEMONSTRATIVE = {"this", "these", "those", "such"}
+_POINTING = {"this", "that", "these", "those", "such", "it", "they", "them", "him", "her"}
+
+
+def _pointing(answer: str) -> bool:
+    """An answer that only points back into the passage ("This song.", "Such donors.", "It."): it says
+    nothing without the sentence before it."""
+    w = answer.split()
+    return bool(w) and w[0].lower() in _POINTING
 
 
 _NEG_WORDS = {"not", "n't", "n’t", "never"}
@@ -548,7 +580,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 verb = _verb_3sg(v.lemma_) if present else _verb_past(v.lemma_)
                 wh = "Who" if pobj.ent_type_ in _AGENT_ENTS else "What"
                 vp = _vp(clause, {c.i})
-                if vp is not None:
+                if vp is not None and not _pointing(_text(pobj.subtree)):
                     tmpl = " ".join([wh, verb, "{T}"] + vp)
                     out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="who" if wh == "Who" else "what",
                                   answer=_text(np_tokens(pobj, 8)) if pobj.ent_type_ else _text(pobj.subtree),
