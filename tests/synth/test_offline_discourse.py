@@ -310,3 +310,12 @@ def test_refer_back_leaves_amounts_and_a_definition_gives_no_unanswerable_when_i
     except ValueError:
         q = ""
     assert not q.startswith(("When is", "Where is", "Why is"))
+
+
+def test_a_passages_main_name_is_written_whole():
+    from agents.synth.offline.discourse import main_name
+    assert main_name("Twenty One Pilots is a band. Twenty One Pilots released an album.") == "Twenty One Pilots"
+    assert main_name("The Seven Years' War was fought. Britain won the Seven Years' War in 1763.") == "Seven Years' War"
+    assert main_name("IBM Cloud Object Storage holds buckets. Create a bucket in IBM Cloud Object Storage.") == \
+        "IBM Cloud Object Storage"
+    assert main_name("Buckets hold objects. Delete a bucket when it is empty.") == ""

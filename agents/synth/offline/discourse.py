@@ -127,11 +127,14 @@ def main_name(text: str) -> str:
     first: dict[str, str] = {}
     for c in doc.noun_chunks:
         toks = [t for t in c if t.pos_ == "PROPN" or (t.pos_ in ("NOUN", "ADJ") and t.text[:1].isupper()
-                                                      and t.i != c.sent.start)]
+                                                      and t.i != c.sent.start)
+                or (t.pos_ == "NUM" and t.text[:1].isupper() and t.i + 1 < c.end and doc[t.i + 1].text[:1].isupper())]
         toks = [t for t in toks if t.i >= c.start]
         if not toks or not any(t.pos_ == "PROPN" for t in toks) or len(toks) > 5:
             continue
-        name = " ".join(t.text for t in toks)
+        inside = doc[toks[0].i:toks[-1].i + 1]
+        # the name as written ("One Piece", "the Seven Years' War"), when only a possessive mark lies inside it
+        name = inside.text if all(t in toks or t.tag_ == "POS" for t in inside) else " ".join(t.text for t in toks)
         if len(name) < 3 or not name[:1].isupper() or all(t.lower_ in _LABELS for t in toks):
             continue          # "Lesson", "Step", "Table": document structure, not a subject
         key = name.lower()

@@ -312,6 +312,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return " ".join(["the", *rest, "of", ant]), _kind(subj)
     if any(t.lower_ in PRONOUNS and t.dep_ in ("poss", "det") and t.lower_ not in ("that",) for t in toks):
         return None
+    if any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
+        return None   # "this ephemeris second", "such donors": which one, the sentence before says
     return toks, _kind(subj)
 
 
