@@ -319,3 +319,11 @@ def test_a_passages_main_name_is_written_whole():
     assert main_name("IBM Cloud Object Storage holds buckets. Create a bucket in IBM Cloud Object Storage.") == \
         "IBM Cloud Object Storage"
     assert main_name("Buckets hold objects. Delete a bucket when it is empty.") == ""
+
+
+def test_a_quantified_phrase_has_no_possessive_form():
+    seg = [{"question": "What is Friends?", "standalone_question": "What is Friends?", "answer": "A sitcom."}]
+    seasons = QA(question="Did all ten seasons of Friends rank within the top ten?", qtype="yesno", answer="Yes",
+                 sentence="", template="Did {T} rank within the top ten", topic="all ten seasons of Friends",
+                 topic_kind="PLUR")
+    assert "their all" not in render(seasons, seg, SHARES, 0.2)[0]

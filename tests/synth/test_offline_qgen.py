@@ -187,3 +187,26 @@ def test_names_are_not_cut_and_misparsed_or_pointing_clauses_are_not_asked():
     assert qs and not any("take out" in q for q in qs)
     qs = [qa.question for qa in passage_questions("The Berlin Wall was built by East Germany in 1961 for this reason.", "")]
     assert "When was the Berlin Wall built by East Germany?" in qs and not any("this" in q for q in qs)
+
+
+def test_names_capitals_coordinations_and_complements_survive_into_the_question():
+    def qs(text):
+        return [qa.question for qa in passage_questions(text, "")]
+    # a sentence-initial capital the passage also writes mid-sentence is a name; one it does not is dropped
+    friends = qs("Friends received acclaim throughout its run. All ten seasons of Friends ranked within the top ten.")
+    assert "Did Friends receive acclaim throughout its run?" in friends
+    assert "When did trade grow between the two cities?" in qs("Trade grew between the two cities in 1700.")
+    # a coordinated subject keeps both conjuncts; "between" keeps its two things or is not asked
+    assert "What did Wellington and Forsythia kill for revenge?" in qs(
+        "Wellington and Forsythia killed Florence for revenge with a bag of canary seeds.")
+    assert not any("between" in q for q in qs("Several other border crossings existed between West Berlin and "
+                                               "surrounding East Germany."))
+    # a post-nominal adjective loses its complement with it ("relationships similar in the Gaul")
+    gaul = qs("Patron-client relationships similar to those of Roman society are also described by Caesar and "
+              "others in the Gaul of the 1st century BC.")
+    assert gaul and not any("similar" in q for q in gaul)
+    assert not any(q.startswith("What does Phoebe give") for q in qs(
+        "Phoebe gives birth to triplets in the show's 100th episode."))          # "give birth": no object to ask
+    # "they" is not resolved to a subject that itself points back ("... of these regions")
+    assert not qs("Roman local government of these regions was studied. They depict a pre-Christian Iron Age "
+                  "Celtic social structure.")

@@ -174,11 +174,16 @@ def _common_noun(word: str) -> bool:
     return parse(f"the {word.lower()} is here")[1].tag_ in ("NN", "NNS")
 
 
+_QUANTIFIERS = {"all", "both", "half", "each", "every", "most", "many", "some", "several", "few", "any"}
+
+
 def _pronoun_form(qa: QA) -> str | None:
     kind = qa.topic_kind
     m = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic, re.IGNORECASE)
     if m:   # "the demolition of the Berlin Wall" -> "its demolition"
         head = m.group(1)
+        if head.split()[0].lower() in _QUANTIFIERS:
+            return None       # "all ten seasons of Friends": no "their all ten seasons"
         if head[:1].isupper():
             # "Flag of France" -> "its flag"; a name ("Federal Republic of Germany") has no possessive form
             if len(head.split()) > 1 or head.isupper() or not _common_noun(head):

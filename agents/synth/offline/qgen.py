@@ -115,7 +115,8 @@ def _text(tokens) -> str:
 # verb + object idioms whose object is no answer: "Yichud can take place anywhere" gives no "What can Yichud take?"
 _IDIOMS = {("take", "place"), ("take", "part"), ("take", "care"), ("take", "effect"), ("take", "advantage"),
            ("take", "action"), ("pave", "way"), ("give", "rise"), ("make", "sense"), ("make", "use"),
-           ("play", "role"), ("play", "part"), ("make", "way"), ("take", "note"), ("take", "account")}
+           ("play", "role"), ("play", "part"), ("make", "way"), ("take", "note"), ("take", "account"),
+           ("give", "birth"), ("take", "hold"), ("make", "progress")}
 
 
 _PRODUCT_WORDS = {"cloud", "service", "services", "storage", "studio", "server", "api", "sdk", "database", "platform",
@@ -155,8 +156,9 @@ def _lower_first(tokens: list) -> list[str]:
     ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
     if tokens and words and (ordinal or not _keep_case(tokens[0])):
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
-                t.lower_ in _lower_vocab(t.doc) or \
-                (t.pos_ == "ADJ" or t.tag_ == "NNS") and not t.ent_type_ and t.i == t.sent.start or ordinal:
+                t.lower_ in _lower_vocab(t.doc) or ordinal or \
+                ((t.pos_ == "ADJ" or t.tag_ in ("NN", "NNS")) and not t.ent_type_ and t.i == t.sent.start
+                 and t.text not in _upper_vocab(t.doc)):
             # "Various expeditions failed ..." -> "Did various expeditions fail ...?" (names are PROPN or entities)
             words[0] = words[0].lower()
     return words
@@ -176,13 +178,39 @@ def _lower_vocab(doc) -> set[str]:
 _LOWER: dict[int, tuple] = {}
 
 
+def _upper_vocab(doc) -> set[str]:
+    """Words the passage writes with a capital inside a sentence ("the Roman state", "ten seasons of
+    Friends"): names, whose capital a sentence start does not explain."""
+    key = id(doc)
+    hit = _UPPER.get(key)
+    if hit is None or hit[0] is not doc:
+        hit = (doc, {t.text for t in doc if t.text[:1].isupper() and t.i != t.sent.start
+                     and not doc[t.i - 1].is_punct})
+        if len(_UPPER) > 512:
+            _UPPER.clear()
+        _UPPER[key] = hit
+    return hit[1]
+
+
+_UPPER: dict[int, tuple] = {}
+
+
 def np_tokens(head, max_words: int = 7) -> list:
     """The noun phrase of ``head`` without relative clauses, appositions or parentheticals;
     too long -> determiner + compounds/adjectives + head."""
     drop: set[int] = set()
+    coord = [c for c in head.children if c.dep_ in ("cc", "conj") and c.i > head.i]
+    keep_coord = any(c.dep_ == "conj" for c in coord) and \
+        sum(len(list(c.subtree)) for c in coord) <= max(0, max_words - 2) and \
+        not any(t.text in "()[];:\"—–" for c in coord for t in c.subtree)
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
+        if keep_coord and c in coord:
+            continue        # "between West Berlin and East Germany", "Wellington and Forsythia": both conjuncts
+        if c.dep_ == "amod" and c.i > head.i:
+            drop.update(t.i for t in c.subtree)     # "relationships similar (to ...)": a post-nominal adjective
+            continue                                # needs its complement
         if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
             drop.update(t.i for t in c.subtree)
         elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
@@ -348,6 +376,9 @@ def _comp_tokens(c, limit: int) -> list | None:
         if pobj is None:
             return None
         inner = np_tokens(pobj, max_words=limit - 1) if pobj.dep_ == "pobj" else [t for t in pobj.subtree]
+        if c.lower_ in ("between", "among") and pobj.tag_ not in ("NNS", "NNPS") and \
+                not any(t.dep_ == "conj" for t in inner):
+            return None         # "between" needs two: "between West Berlin and East Germany", not "between West Berlin"
         toks = [c] + inner
     else:
         toks = [t for t in c.subtree if not t.is_space]
@@ -670,6 +701,8 @@ def _antecedent_update(sent, antecedents: dict) -> None:
     if subj is not None and subj.lower_ not in PRONOUNS:
         toks = np_tokens(subj)
         antecedents["LAST"] = None if len(subjs) > 1 else " ".join(t.text for t in toks)
+        if any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
+            toks = []       # "... of these regions": no antecedent to name for a later "they"
         if toks and len(toks) <= 6:
             kind = _kind(subj)
             antecedents[kind] = " ".join(_lower_first(toks))
