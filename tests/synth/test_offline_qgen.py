@@ -210,3 +210,19 @@ def test_names_capitals_coordinations_and_complements_survive_into_the_question(
     # "they" is not resolved to a subject that itself points back ("... of these regions")
     assert not qs("Roman local government of these regions was studied. They depict a pre-Christian Iron Age "
                   "Celtic social structure.")
+
+
+def test_amounts_keep_what_they_count_and_a_verbs_own_preposition_keeps_its_object():
+    def qs(text):
+        return [qa.question for qa in passage_questions(text, "")]
+    # "a series" / "52.1%" say nothing without their "of" phrase; "%" is a word, not punctuation
+    assert "Was the Empire struck by a series of epidemics?" in qs(
+        "During the 6th and 7th centuries, the Empire was struck by a series of epidemics, which greatly devastated "
+        "the population.")
+    assert any("by 4% since the 1980s" in q for q in qs("Infertility rates have increased by 4% since the 1980s."))
+    # "accounted for <too long to ask>": no "account for?" / "account for in 2009?"
+    assert not any(" for?" in q or "for in" in q for q in qs(
+        "Agricultural and allied sectors accounted for about 52.1% of the total workforce in 2009."))
+    # "a number of times" is an amount, not an object: no "What did Cummings return to Paris?"
+    assert not any(q.startswith("What did Cummings") for q in qs(
+        "During the rest of the 1920s and 1930s, Cummings returned to Paris a number of times."))

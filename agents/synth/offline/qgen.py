@@ -214,21 +214,51 @@ def np_tokens(head, max_words: int = 7) -> list:
         if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
             drop.update(t.i for t in c.subtree)
         elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
-            drop.update(t.i for t in c.subtree)
+            core = _of_core(c, head)        # (indexes)
+            drop.update(t.i for t in c.subtree if t.i not in core)
+    of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head)}
     toks = [t for t in head.subtree if t.i not in drop and not t.is_space]
     # cut at brackets or dashes
     if any(t.text in "()[]—–;:\"" for t in toks):
         toks = [t for t in head.subtree if t.i in {c.i for c in head.children if c.dep_ in ("det", "compound", "amod", "poss")}
-                or t.i == head.i]
+                or t.i == head.i or t.i in of_kept]
     toks = _contiguous(toks, head)
     if len(toks) > max_words:
-        keep = {head.i} | {c.i for c in head.children if c.dep_ in ("det", "compound", "poss", "amod")}
+        keep = {head.i} | {c.i for c in head.children if c.dep_ in ("det", "compound", "poss", "amod", "nummod")} | of_kept
         toks = _contiguous([t for t in head.subtree if t.i in keep], head)
-    while toks and toks[-1].is_punct:
+    while toks and toks[-1].pos_ == "PUNCT":
         toks = toks[:-1]
-    while toks and toks[0].is_punct:
+    while toks and toks[0].pos_ == "PUNCT":
         toks = toks[1:]
+    if _needs_of(head) and not any(t.lower_ == "of" and t.head.i == head.i for t in toks):
+        return []           # "a series", "52.1%" without "of epidemics" / "of the workforce" say nothing
     return toks
+
+
+# heads that say nothing without their "of" phrase ("a series of epidemics", "52.1% of the workforce")
+_OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "minority", "part", "group", "set",
+             "range", "variety", "kind", "type", "sort", "member", "members", "half", "rest", "total", "share",
+             "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair"}
+
+
+def _needs_of(head) -> bool:
+    return head.lower_ in _OF_HEADS and any(c.dep_ == "prep" and c.lower_ == "of" for c in head.children)
+
+
+def _of_core(prep, head) -> set:
+    """For a head that needs its "of" phrase (:data:`_OF_HEADS`): "of" and the core of its object
+    (determiner, compounds, adjectives, head: "of epidemics" from "of epidemics, which ..."), when
+    they follow the head directly; empty otherwise."""
+    if prep.lower_ != "of" or head.lower_ not in _OF_HEADS:
+        return set()
+    pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
+    if pobj is None:
+        return set()
+    core = [t for t in pobj.subtree if t.i == pobj.i or (t.head.i == pobj.i and t.dep_ in ("det", "compound", "amod"))]
+    core = _contiguous(core, pobj)
+    if not core or core[0].i != prep.i + 1 or len(core) > 4:
+        return set()
+    return {prep.i} | {t.i for t in core}
 
 
 def _name_part(appos, head) -> bool:
@@ -407,8 +437,8 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         if toks is not None and any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
             toks = None             # "this song", "such donors": points into the passage, unknown to the asker
         if toks is None:
-            if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd"):
-                return None        # an essential complement we cannot shorten
+            if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd") or (c.dep_ == "prep" and c.i == clause.verb.i + 1):
+                return None        # an essential complement we cannot shorten ("accounted for about 52.1% of ...")
             continue
         out.extend(t.text for t in toks)
         if len(out) > limit:
@@ -452,7 +482,7 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
     topic = " ".join(subj_words)
     q = finish(template.replace("{T}", topic))
     ans = _text(answer_toks) if not isinstance(answer_toks, str) else answer_toks
-    if _pointing(ans):
+    if not ans or _pointing(ans):
         return None
     return QA(question=q, qtype=qtype, answer=ans, sentence=_text(sent), template=template, topic=topic,
               topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
@@ -576,9 +606,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             tense = v.lower_ if v.lower_ in ("is", "was", "are", "were") else "is"
             tmpl = f"{wh} {tense} {{T}}"
             ans = np_tokens(attr, max_words=12)
-            out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="define",
-                          answer=_text(ans), sentence=_text(sent), template=tmpl, topic=" ".join(subj_words),
-                          topic_kind=subj_kind, verb="be", sent_index=idx, score=1.0))
+            if ans:
+                out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="define",
+                              answer=_text(ans), sentence=_text(sent), template=tmpl, topic=" ".join(subj_words),
+                              topic_kind=subj_kind, verb="be", sent_index=idx, score=1.0))
     for c in clause.comps:
         # when / where: a preposition whose object is a date or a place
         if c.dep_ == "prep" and c.lower_ in _DATE_PREPS | _PLACE_PREPS:
@@ -656,7 +687,8 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 if qa:
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
-            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS and (
+            if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS \
+                    and c.lower_ not in _OF_HEADS and (     # "returned to Paris a number of times": an amount, no object
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")):
