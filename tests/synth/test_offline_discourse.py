@@ -327,3 +327,17 @@ def test_a_quantified_phrase_has_no_possessive_form():
                  sentence="", template="Did {T} rank within the top ten", topic="all ten seasons of Friends",
                  topic_kind="PLUR")
     assert "their all" not in render(seasons, seg, SHARES, 0.2)[0]
+
+
+def test_refer_back_leaves_a_quantified_phrase():
+    from agents.synth.offline.discourse import refer_back
+    seg = [{"standalone_question": "What does the JSON structure capture?", "title": "", "gold_text": "",
+            "answer": "The JSON structure captures any mentions of entities. Mentions are listed."}]
+    assert refer_back("When does the JSON structure capture any mentions?", seg) is None   # not "... capture them?"
+
+
+def test_a_numeral_or_acronym_is_no_short_form():
+    from agents.synth.offline.discourse import _short_form
+    ww2 = QA(question="What was World War II?", qtype="define", answer="", sentence="", template="What was {T}",
+             topic="World War II")
+    assert _short_form(ww2) is None                                       # not "What was II?"

@@ -217,8 +217,8 @@ def _short_form(qa: QA) -> str | None:
     if len(words) < 2 or " of " in qa.topic:
         return None
     head = words[-1]
-    if not re.fullmatch(r"[A-Za-z][\w-]*", head):
-        return None           # "IBM Cloud ®" has no short form "®"
+    if not re.fullmatch(r"[A-Za-z][\w-]*", head) or re.fullmatch(r"[IVXLCDM]+", head):
+        return None           # "IBM Cloud ®" has no short form "®", "World War II" none "II" ("IBM MQ": "MQ")
     if qa.topic_kind == "PERSON":
         short = head
     else:
@@ -373,6 +373,8 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
             continue          # a person, or a phrase that already refers ("her mother")
+        if c[0].lower_ in _QUANTIFIERS or c[0].lower_ in ("no", "every", "another", "other"):
+            continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
         if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or n == mentions[0]):

@@ -360,6 +360,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     toks = np_tokens(subj)
     if not toks:
         return None
+    if any(c.dep_ == "conj" for c in subj.children) and not any(t.dep_ == "conj" for t in toks):
+        return None     # "The FIBA Basketball World Cup and Men's Olympic ... are": half a subject says it wrong
     poss = [t for t in toks if t.dep_ == "poss" and t.lower_ in ("its", "their", "his", "her")]
     if poss:        # "its demolition" -> "the demolition of the Berlin Wall"
         ant = antecedents.get("PERSON" if poss[0].lower_ in ("his", "her") else
@@ -390,6 +392,8 @@ def read_clause(sent) -> Clause | None:
             continue                # fronted modifiers ("During this period, ...") are context, not content
         if c.dep_ == "advmod" and (c.lower_ in _BAD_ADV or len(list(c.subtree)) > 1):
             continue
+        if c.dep_ == "npadvmod" and c.ent_type_ != "DATE" and c.left_edge.i == root.i + 1 and root.pos_ == "VERB":
+            return None             # "Turkey scrapped winter time, by ...": the object read as a modifier
         if c.dep_ in ("npadvmod", "nsubj", "nsubjpass", "dative") and c.ent_type_ != "DATE":
             continue
         comps.append(c)
@@ -401,6 +405,9 @@ def _comp_tokens(c, limit: int) -> list | None:
     if c.dep_ in ("dobj", "attr", "oprd"):
         toks = np_tokens(c, max_words=limit + 2)
         limit += 2
+        kept = {t.i for t in toks}
+        if c.pos_ == "ADJ" and any(x.dep_ == "prep" and x.i not in kept for x in c.children):
+            return None         # "the next (to last state ...)": an adjective needs its complement
     elif c.dep_ in ("prep", "agent"):
         pobj = next((x for x in c.children if x.dep_ in ("pobj", "pcomp")), None)
         if pobj is None:
@@ -500,6 +507,7 @@ def _pointing(answer: str) -> bool:
 
 
 _NEG_WORDS = {"not", "n't", "n’t", "never"}
+_MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must"}
 
 
 def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
@@ -598,7 +606,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         return out
     # definitional: "X is/was a Y"
     attr = next((c for c in v.children if c.dep_ == "attr"), None)
-    if v.lemma_ == "be" and attr is not None and attr.i > v.i and not clause.auxes:
+    if v.lemma_ == "be" and attr is not None and attr.i > v.i and not clause.auxes and attr.pos_ in ("NOUN", "PROPN"):
         det = next((c for c in attr.children if c.dep_ == "det"), None)
         if det is not None and det.lower_ in ("a", "an", "the") and (subj_ent or clause.subj.pos_ == "PROPN"
                                                                      or subj_is_pron):
@@ -683,6 +691,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                                   sent_index=idx, score=1.3))
             if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" for x in c.subtree):
                 money = [t for t in c.subtree if t.ent_type_ == "MONEY"]
+                cur = money[0].doc[money[0].i - 1] if money and money[0].i > 0 else None
+                if cur is not None and cur.text in "$€£¥₹" and cur.ent_type_ != "MONEY":
+                    money = [cur, *money]           # "$6", not "6"
                 qa = _mk(clause, sent, "how_much", "How much", money, {c.i}, subj_words, subj_kind, idx, score=1.3)
                 if qa:
                     out.append(qa)
@@ -934,6 +945,9 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return f"a negation glued to a non-auxiliary ({bad_neg!r})"
     if re.search(r"\b(\w+(?: \w+)+) \1\b", " ".join(low)):
         return "a repeated phrase"
+    modals = [w for w in low if w in _MODALS]
+    if len(modals) > len(set(modals)):
+        return "a modal twice"          # "What can user applications can change ...?"
     doc = parse(q)
     toks = [t for t in doc if not t.is_punct]
     first = toks[0].lower_ if toks else ""
@@ -1008,8 +1022,10 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     last = toks[-1]
     if last.pos_ in ("DET", "CCONJ", "SCONJ", "PART") or last.lower_ in ("the", "a", "an", "and", "or", "of"):
         return f"ends in {last.text!r}"
-    if last.pos_ == "ADP" and first not in WH_WORDS:
-        return f"dangling preposition {last.text!r}"
+    if last.pos_ == "ADP" and (first not in WH_WORDS or first in ("when", "where", "why", "how")
+                               and not (len(toks) > 1 and toks[1].lower_ in ("many", "much", "long", "often"))
+                               and not (first == "where" and last.lower_ in ("from", "to"))):
+        return f"dangling preposition {last.text!r}"     # "When did they account for?" (what/who may strand one)
     if len(list(doc.sents)) > 1 and not any(t.text == "," for t in doc):
         return "more than one sentence"
     return None
