@@ -18,8 +18,8 @@ class SynthConfig(BaseModel):
         "(the reference pipeline); first and switch turns are always uniform"))
     focus_page: bool = Field(True, description=(
         "a follow-up's focus passages may come from the previous gold's page (same title, or the chunks of one "
-        "document) outside the cluster when the cluster holds no other passage of it: people ask several questions "
-        "of one article; False = the cluster pool only"))
+        "document) outside the cluster too, so a conversation can stay on an article the cluster holds one passage "
+        "of: people ask several questions of one article; False = the cluster pool only"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")

@@ -46,6 +46,9 @@ def page_index(corpus: dict[str, dict]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
 
 
+_VIEW_CACHE_MAX = 200_000
+
+
 def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k: int,
                    pages: dict[str, tuple[str, ...]] | None = None,
                    cache: dict[str, frozenset[str]] | None = None) -> list[str]:
@@ -75,6 +78,8 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
     ref = corpus[prev]
 
     cache = {} if cache is None else cache
+    if len(cache) > _VIEW_CACHE_MAX:
+        cache.clear()           # bounded on a long run over a large corpus
 
     def view(d: str) -> frozenset[str]:
         if d not in cache:
