@@ -341,3 +341,6 @@ def test_a_numeral_or_acronym_is_no_short_form():
     ww2 = QA(question="What was World War II?", qtype="define", answer="", sentence="", template="What was {T}",
              topic="World War II")
     assert _short_form(ww2) is None                                       # not "What was II?"
+    rj = QA(question="What did Romeo and Juliet have?", qtype="what", answer="", sentence="",
+            template="What did {T} have", topic="Romeo and Juliet")
+    assert _short_form(rj) is None                                        # not "What did Juliet have?"

@@ -214,8 +214,8 @@ def _pronoun_form(qa: QA) -> str | None:
 
 def _short_form(qa: QA) -> str | None:
     words = qa.topic.split()
-    if len(words) < 2 or " of " in qa.topic:
-        return None
+    if len(words) < 2 or " of " in qa.topic or any(w.lower() in ("and", "or", "&") for w in words):
+        return None           # a coordination has no short form ("Romeo and Juliet" is not "Juliet")
     head = words[-1]
     if not re.fullmatch(r"[A-Za-z][\w-]*", head) or re.fullmatch(r"[IVXLCDM]+", head):
         return None           # "IBM Cloud ®" has no short form "®", "World War II" none "II" ("IBM MQ": "MQ")
