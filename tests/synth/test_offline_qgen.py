@@ -243,3 +243,10 @@ def test_money_keeps_its_currency_and_half_a_subject_or_object_is_not_asked():
     # an adjective predicate without its complement ("the next (to last state)"), an object read as a modifier
     assert not qas("The State of North Carolina was the next to last state to secede from the United States.")
     assert not qas("In 2016, Turkey scrapped winter time, by switching to New Turkey Time.")   # "Did Turkey scrap by ...?"
+
+
+def test_an_object_pronoun_points_into_the_passage():
+    qs = [qa.question for qa in passage_questions(
+        "Although Crane and Kauffman did not want LeBlanc, the network told the series creators to cast him in 1994.", "")]
+    assert not any(" him" in q for q in qs)                     # "What told the series creators to cast him?"
+    assert not passage_questions("Microsoft acquired it in 2018 for 7.5 billion dollars.", "")

@@ -441,8 +441,11 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         if c.dep_ == "prep" and c.lower_ in ("than", "as", "like", "unlike", "despite", "including"):
             return None             # comparisons and asides do not survive losing their context
         toks = _comp_tokens(c, 6)
-        if toks is not None and any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
-            toks = None             # "this song", "such donors": points into the passage, unknown to the asker
+        if toks is not None and any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet")
+                                    or t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
+                                    for t in toks):
+            toks = None             # "this song", "such donors", "to cast him": points into the passage, unknown
+                                    # to the asker
         if toks is None:
             if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd") or (c.dep_ == "prep" and c.i == clause.verb.i + 1):
                 return None        # an essential complement we cannot shorten ("accounted for about 52.1% of ...")
@@ -496,6 +499,7 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
 
 
 _DEMONSTRATIVE = {"this", "these", "those", "such"}
+_OBJ_PRONOUNS = {"him", "her", "them", "it", "us", "me"}
 _POINTING = {"this", "that", "these", "those", "such", "it", "they", "them", "him", "her"}
 
 
