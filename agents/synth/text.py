@@ -50,7 +50,11 @@ def overlap(a: str, b: str) -> float:
 
 
 def jaccard_words(a: str, b: str) -> float:
-    sa, sb = set(content_words(a)), set(content_words(b))
+    return jaccard(set(content_words(a)), set(content_words(b)))
+
+
+def jaccard(sa: set[str] | frozenset[str], sb: set[str] | frozenset[str]) -> float:
+    """Jaccard of two word sets (1.0 for two empty sets)."""
     if not sa and not sb:
         return 1.0
     return len(sa & sb) / len(sa | sb)

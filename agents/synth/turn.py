@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
-from agents.synth.text import content_words
+from agents.synth.text import content_words, jaccard
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
@@ -37,13 +37,22 @@ def page_key(doc: dict) -> str | None:
 
 
 def page_index(corpus: dict[str, dict]) -> dict[str, tuple[str, ...]]:
-    """page_key -> the corpus passages of that page (sorted ids), for pages of 2+ passages only."""
+    """page_key -> the corpus passages of that page (sorted ids), for pages of 2+ passages only;
+    computed once per corpus object (the synthesis batches of a process share one corpus,
+    :func:`agents.synth.run.load_corpus`)."""
+    if _PAGES and _PAGES[0] is corpus:
+        return _PAGES[1]
     by: dict[str, list[str]] = {}
     for cid, doc in corpus.items():
         k = page_key(doc)
         if k is not None:
             by.setdefault(k, []).append(cid)
-    return {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
+    pages = {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
+    _PAGES[:] = [corpus, pages]           # the latest corpus only
+    return pages
+
+
+_PAGES: list = []
 
 
 _VIEW_CACHE_MAX = 200_000
@@ -86,9 +95,6 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
             c = corpus[d]
             cache[d] = frozenset(content_words(f"{c.get('title') or ''} {c['text'][:400]}"))
         return cache[d]
-
-    def jaccard(a: frozenset[str], b: frozenset[str]) -> float:     # = text.jaccard_words on the views
-        return len(a & b) / len(a | b) if a or b else 1.0
 
     ref_view, ref_title = view(prev), (ref.get("title") or "").strip().lower()
     cands = members | set((pages or {}).get(page_key(ref) or "", ()))

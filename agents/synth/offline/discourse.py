@@ -373,7 +373,7 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
             continue          # a person, or a phrase that already refers ("her mother")
-        if c[0].lower_ in _QUANTIFIERS or c[0].lower_ in ("no", "every", "another", "other"):
+        if c[0].lower_ in _QUANTIFIERS or c[0].lower_ in ("no", "another", "other"):
             continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")

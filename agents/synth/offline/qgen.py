@@ -156,43 +156,31 @@ def _lower_first(tokens: list) -> list[str]:
     ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
     if tokens and words and (ordinal or not _keep_case(tokens[0])):
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
-                t.lower_ in _lower_vocab(t.doc) or ordinal or \
+                t.lower_ in _case_vocab(t.doc)[0] or ordinal or \
                 ((t.pos_ == "ADJ" or t.tag_ in ("NN", "NNS")) and not t.ent_type_ and t.i == t.sent.start
-                 and t.text not in _upper_vocab(t.doc)):
+                 and t.text not in _case_vocab(t.doc)[1]):
             # "Various expeditions failed ..." -> "Did various expeditions fail ...?" (names are PROPN or entities)
             words[0] = words[0].lower()
     return words
 
 
-def _lower_vocab(doc) -> set[str]:
+def _case_vocab(doc) -> tuple[set[str], set[str]]:
+    """(words the passage writes in lower case, words it writes with a capital inside a sentence:
+    "the Roman state", "ten seasons of Friends" - names, whose capital a sentence start does not
+    explain), computed once per parsed passage."""
     key = id(doc)
-    hit = _LOWER.get(key)
+    hit = _CASES.get(key)
     if hit is None or hit[0] is not doc:
-        hit = (doc, {t.text for t in doc if t.text.islower()})
-        if len(_LOWER) > 512:
-            _LOWER.clear()
-        _LOWER[key] = hit
-    return hit[1]
+        lower = {t.text for t in doc if t.text.islower()}
+        upper = {t.text for t in doc if t.text[:1].isupper() and t.i != t.sent.start and not doc[t.i - 1].is_punct}
+        hit = (doc, lower, upper)
+        if len(_CASES) > 512:
+            _CASES.clear()
+        _CASES[key] = hit
+    return hit[1], hit[2]
 
 
-_LOWER: dict[int, tuple] = {}
-
-
-def _upper_vocab(doc) -> set[str]:
-    """Words the passage writes with a capital inside a sentence ("the Roman state", "ten seasons of
-    Friends"): names, whose capital a sentence start does not explain."""
-    key = id(doc)
-    hit = _UPPER.get(key)
-    if hit is None or hit[0] is not doc:
-        hit = (doc, {t.text for t in doc if t.text[:1].isupper() and t.i != t.sent.start
-                     and not doc[t.i - 1].is_punct})
-        if len(_UPPER) > 512:
-            _UPPER.clear()
-        _UPPER[key] = hit
-    return hit[1]
-
-
-_UPPER: dict[int, tuple] = {}
+_CASES: dict[int, tuple] = {}
 
 
 def np_tokens(head, max_words: int = 7) -> list:
@@ -203,6 +191,7 @@ def np_tokens(head, max_words: int = 7) -> list:
     keep_coord = any(c.dep_ == "conj" for c in coord) and \
         sum(len(list(c.subtree)) for c in coord) <= max(0, max_words - 2) and \
         not any(t.text in "()[];:\"—–" for c in coord for t in c.subtree)
+    of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head)}
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
@@ -214,9 +203,7 @@ def np_tokens(head, max_words: int = 7) -> list:
         if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
             drop.update(t.i for t in c.subtree)
         elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
-            core = _of_core(c, head)        # (indexes)
-            drop.update(t.i for t in c.subtree if t.i not in core)
-    of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head)}
+            drop.update(t.i for t in c.subtree if t.i not in of_kept)
     toks = [t for t in head.subtree if t.i not in drop and not t.is_space]
     # cut at brackets or dashes
     if any(t.text in "()[]—–;:\"" for t in toks):
@@ -265,8 +252,8 @@ def _name_part(appos, head) -> bool:
     """An "apposition" the parser found right after its head with no comma, bracket or dash between
     them is part of one name ("The Government of India Act 1935", "the company Microsoft"): dropping it
     would cut the name short ("What was the Government of India?")."""
-    sub = [t for t in appos.subtree]
-    start = min(t.i for t in sub)
+    sub = list(appos.subtree)
+    start = sub[0].i
     return appos.i > head.i and start > 0 and not head.doc[start - 1].is_punct and len(sub) <= 4 \
         and not any(t.is_punct for t in sub)
 
@@ -372,7 +359,7 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return " ".join(["the", *rest, "of", ant]), _kind(subj)
     if any(t.lower_ in PRONOUNS and t.dep_ in ("poss", "det") and t.lower_ not in ("that",) for t in toks):
         return None
-    if any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
+    if _points_back(toks):
         return None   # "this ephemeris second", "such donors": which one, the sentence before says
     return toks, _kind(subj)
 
@@ -441,9 +428,8 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         if c.dep_ == "prep" and c.lower_ in ("than", "as", "like", "unlike", "despite", "including"):
             return None             # comparisons and asides do not survive losing their context
         toks = _comp_tokens(c, 6)
-        if toks is not None and any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet")
-                                    or t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
-                                    for t in toks):
+        if toks is not None and (_points_back(toks) or any(t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
+                                                           for t in toks)):
             toks = None             # "this song", "such donors", "to cast him": points into the passage, unknown
                                     # to the asker
         if toks is None:
@@ -501,6 +487,12 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
 _DEMONSTRATIVE = {"this", "these", "those", "such"}
 _OBJ_PRONOUNS = {"him", "her", "them", "it", "us", "me"}
 _POINTING = {"this", "that", "these", "those", "such", "it", "they", "them", "him", "her"}
+
+
+def _points_back(toks) -> bool:
+    """A phrase with a demonstrative or "such" ("this song", "such donors", "of these regions"): which one,
+    the passage's previous sentence says."""
+    return any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks)
 
 
 def _pointing(answer: str) -> bool:
@@ -748,7 +740,7 @@ def _antecedent_update(sent, antecedents: dict) -> None:
     if subj is not None and subj.lower_ not in PRONOUNS:
         toks = np_tokens(subj)
         antecedents["LAST"] = None if len(subjs) > 1 else " ".join(t.text for t in toks)
-        if any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks):
+        if _points_back(toks):
             toks = []       # "... of these regions": no antecedent to name for a later "they"
         if toks and len(toks) <= 6:
             kind = _kind(subj)
