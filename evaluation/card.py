@@ -69,7 +69,8 @@ def realism_section(stats) -> str:
             ("question length, mean / median words", f"{_f(d['length_mean'], 1)} / {_f(d['length_median'], 1)}"),
             ("follow-ups that depend on the history", _f(d["history_dependent"])),
             ("follow-ups that differ from their rewrite", _f(d["differs_from_rewrite"])),
-            ("follow-ups with a pronoun", _f(d["pronoun"])), ("distinct questions", _f(d["distinct"]))]
+            ("follow-ups with a pronoun", _f(d["pronoun"])), ("distinct questions", _f(d["distinct"])),
+            ("rare words new to the conversation, per follow-up", _f(d.get("rare_new", float("nan")), 2))]
     rows += [(f"question type: {k}", _f(v)) for k, v in d["qtypes"].items()]
     return "\n".join(["## Realism statistics", "", "| statistic | value |", "|---|---|",
                       *[f"| {k} | {v} |" for k, v in rows]])

@@ -16,6 +16,11 @@ their conversation):
   (it, its, they, them, their, he, him, his, she, her, this, that, these, those as a
   determiner-less pronoun is not told apart: the list is the usual one of the field);
 * ``distinct``: share of distinct questions (lower-cased, whitespace-normalised);
+* ``rare_new``: rare words a follow-up brings into the conversation, per follow-up: content
+  words of the question that occur in fewer than 0.5% of the corpus passages (title or text; at
+  least one) and in no earlier turn (user or assistant). People ask follow-ups in the
+  conversation's words and common ones; a question copied from its passage carries the
+  passage's rare words and finds it without the history;
 * retrieval: nDCG@5 per retriever and query mode (last turn / rewrite / full history) and the
   rewrite / last-turn ratio (:func:`retrieval_table`).
 """
@@ -96,6 +101,7 @@ class RealismStats:
     pronoun: float
     distinct: float
     extra: dict
+    rare_new: float = float("nan")
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -104,7 +110,8 @@ class RealismStats:
 def question_stats(bench, name: str | None = None) -> RealismStats:
     """The question statistics of a loaded benchmark (see the module docstring)."""
     convs = bench.conversations()
-    qs, fu_dep, fu_diff, fu_pron = [], [], [], []
+    rare = rare_words(bench.corpus)
+    qs, fu_dep, fu_diff, fu_pron, fu_rare = [], [], [], [], []
     for turns in convs.values():
         for k, t in enumerate(turns):
             q = t.question
@@ -115,6 +122,7 @@ def question_stats(bench, name: str | None = None) -> RealismStats:
                 continue
             hist = " ".join(text for _, text in t.history)
             fu_pron.append(has_pronoun(q))
+            fu_rare.append(len((content_words(q) & rare) - set(words(hist))))
             dep = history_dependent(q, t.rewrite, hist)
             if dep is not None:
                 fu_dep.append(dep)
@@ -132,7 +140,21 @@ def question_stats(bench, name: str | None = None) -> RealismStats:
                         length_median=statistics.median(lens) if lens else float("nan"),
                         qtypes={k: v / n for k, v in types.items()}, history_dependent=share(fu_dep),
                         differs_from_rewrite=share(fu_diff), pronoun=share(fu_pron),
-                        distinct=len({_norm(q) for q in qs}) / n, extra={"followups_with_rewrite": len(fu_dep)})
+                        distinct=len({_norm(q) for q in qs}) / n, extra={"followups_with_rewrite": len(fu_dep)},
+                        rare_new=statistics.fmean(fu_rare) if fu_rare and rare else float("nan"))
+
+
+RARE_DF = 0.005
+
+
+def rare_words(corpus: dict) -> set[str]:
+    """Content words in at least one and fewer than ``RARE_DF`` of the corpus passages (title or text)."""
+    from collections import Counter
+    df: Counter = Counter()
+    for d in corpus.values():
+        df.update(content_words(f"{d.title or ''} {d.text}"))
+    cut = RARE_DF * len(corpus)
+    return {w for w, c in df.items() if c < cut}
 
 
 def retrieval_table(bench, retrievers: Sequence[str] = ("bm25", "dense"),
@@ -162,6 +184,7 @@ def format_table(stats: list[RealismStats], retrieval: list[dict | None] | None 
         ("follow-ups differing from their rewrite", [f"{s.differs_from_rewrite:.0%}" for s in stats]),
         ("follow-ups with a pronoun/possessive", [f"{s.pronoun:.0%}" for s in stats]),
         ("distinct questions", [f"{s.distinct:.0%}" for s in stats]),
+        ("rare words new to the conversation per follow-up", [f"{s.rare_new:.2f}" for s in stats]),
     ]
     for k in QTYPES:
         if any(s.qtypes.get(k, 0) >= 0.005 for s in stats):

@@ -42,6 +42,9 @@ class SynthConfig(BaseModel):
     offline_yesno_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups that "
                                        "may ask a yes/no question (Does it replicate data across zones?); the ranking "
                                        "picks one in most of them")
+    offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a follow-up "
+                                            "loses per idf unit above 4 of each word that is rare in the corpus and "
+                                            "new to the conversation (people ask follow-ups in the words they have)")
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

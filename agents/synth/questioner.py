@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history, fmt_passages
+from agents.synth.text import words
 from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
                                 usage_add, visible_history)
 
@@ -83,7 +84,8 @@ class Questioner(LLMStep):
 def inputs(ctx: GraphContext, state: ConvState) -> dict:
     """The questioner's inputs for the current turn and attempt."""
     turn = state["turn"]
-    return {"passages": [passage(ctx, c) for c in state["shown"]], "history": visible_history(state),
+    shown = [passage(ctx, c) for c in state["shown"]]
+    return {"passages": shown, "history": visible_history(state),
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
             "attempt": state.get("attempt", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
@@ -92,7 +94,17 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             # since the last switch, every earlier standalone question, the follow-up form shares
             "segment": segment_turns(ctx, state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
             "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
-                          "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share}}
+                          "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share},
+            "rare": rare_words(ctx, shown), "rare_weight": ctx.cfg.offline_rare_word_weight}
+
+
+def rare_words(ctx: GraphContext, shown: list[dict]) -> dict[str, float]:
+    """The shown passages' words that are rare in the corpus, with their idf (empty unless the
+    offline questioner is used: :func:`agents.synth.turn.word_idf`)."""
+    idf = getattr(ctx, "idf", None)
+    if not idf:
+        return {}
+    return {w: idf[w] for p in shown for w in set(words(f"{p['title']} {p['text']}")) if w in idf}
 
 
 def segment_turns(ctx: GraphContext, state: ConvState) -> list[dict]:

@@ -247,13 +247,14 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
     from agents.synth.checkpoint import GroupCommitSqliteSaver
-    from agents.synth.turn import page_index
+    from agents.synth.turn import page_index, word_idf
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
     key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
         pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
-        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages),
+        idf = word_idf(corpus) if cfg.offline_rare_word_weight > 0 and _offline_questioner(llm_cfg) else {}
+        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf),
                             checkpointer=saver)
         sem = asyncio.Semaphore(cfg.concurrency)
         stop = asyncio.Event()
@@ -289,6 +290,15 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
                 states[p.conv_id] = snap.values
         totals = llm.totals_by_role()
     return {"states": states, "stopped": stopped, "llm_totals": totals}
+
+
+def _offline_questioner(llm_cfg) -> bool:
+    """The questioner role runs on the offline backend (the one user of the corpus idf)."""
+    from agents.synth.questioner import STEP
+    try:
+        return llm_cfg.resolve(STEP.role or STEP.name, kind=STEP.kind, step_sampling=STEP.sampling).backend == "offline"
+    except Exception:  # noqa: BLE001 - an unresolvable role fails in the session, with its own message
+        return False
 
 
 def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,

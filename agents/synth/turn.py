@@ -3,6 +3,7 @@ the next attempt after a rejection, and the turn record (accepted or failed) at 
 from __future__ import annotations
 
 import json
+import math
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
 from agents.synth.text import content_words, jaccard
@@ -53,6 +54,35 @@ def page_index(corpus: dict[str, dict]) -> dict[str, tuple[str, ...]]:
 
 
 _PAGES: list = []
+
+
+IDF_SAMPLE = 100_000        # passages whose words estimate the document frequencies
+IDF_MIN = 3.0               # only words at least this rare are kept (df below ~5% of the passages)
+
+
+def word_idf(corpus: dict[str, dict]) -> dict[str, float]:
+    """word -> ln(N / df) over the corpus passages (title and text; :func:`~agents.synth.text.words`),
+    for the words with an idf of at least ``IDF_MIN`` only (commoner words cost a follow-up
+    nothing). Above ``IDF_SAMPLE`` passages, every k-th passage of the sorted ids estimates it.
+    Computed once per corpus object, like :func:`page_index`."""
+    if _IDF and _IDF[0] is corpus:
+        return _IDF[1]
+    from collections import Counter
+
+    from agents.synth.text import words
+    ids = sorted(corpus)
+    ids = ids[::max(1, -(-len(ids) // IDF_SAMPLE))]
+    df: Counter = Counter()
+    for cid in ids:
+        doc = corpus[cid]
+        df.update(set(words(f"{doc.get('title') or ''} {doc['text']}")))
+    n = max(len(ids), 1)
+    idf = {w: round(v, 3) for w, c in df.items() if (v := math.log(n / c)) >= IDF_MIN}
+    _IDF[:] = [corpus, idf]
+    return idf
+
+
+_IDF: list = []
 
 
 _VIEW_CACHE_MAX = 200_000

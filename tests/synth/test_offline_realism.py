@@ -45,3 +45,19 @@ def test_question_stats_hand_computed():
     assert s.qtypes["what"] == 2 / 6 and s.qtypes["how many"] == 1 / 6 and s.qtypes["yes/no"] == 1 / 6
     table = format_table([s], [{"bm25": {"last_turn": 0.5, "rewrite": 0.6, "rewrite/last_turn": 1.2}}])
     assert "| follow-ups depending on the history | 50% |" in table and "| bm25 rewrite / last turn | 1.200 |" in table
+
+
+def test_rare_words_new_to_the_conversation_hand_computed():
+    from dataclasses import replace
+
+    from storage.records import Document
+    # 400 passages: a word in one of them is rare (< 0.5% = 2 passages), "designed" in every one is not
+    corpus = {f"d{i}": Document(f"d{i}", "", f"The wall was designed {'x' * (i % 3 + 4)}.", "t") for i in range(400)}
+    corpus["d1"] = Document("d1", "Guards", "Guards watched.", "t")          # title words count
+    corpus["d2"] = Document("d2", "", "Store images in IBM Cloudant.", "t")
+    s = question_stats(replace(_bench(), corpus=corpus))
+    # a:2 "Who designed it?" 0 (common); a:3 "guards", "watched" rare and new 2 ("wall" common);
+    # b:2 "images", "store", "cloudant" rare, "cloudant" said in b:1 -> 2; b:3 "cloudant" said -> 0
+    assert s.rare_new == (0 + 2 + 2 + 0) / 4
+    assert "| rare words new to the conversation per follow-up | 1.00 |" in format_table([s])
+    assert math.isnan(question_stats(_bench()).rare_new)                   # no corpus: not measured

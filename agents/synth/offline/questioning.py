@@ -7,7 +7,12 @@ for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a to
 last answer), +1.5 when its passage is about the segment's context although the question does
 not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it names a phrase
 the segment mentioned, so conversations stay on their subject and can refer back to it; a small
-preference for early sentences (central content) and 7-12 word questions. Dropped: questions
+preference for early sentences (central content) and 7-12 word questions; on a follow-up, a cost for each word
+that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and that no earlier turn said
+(``rare_weight`` per idf unit above 4: people ask follow-ups in the conversation's words and common ones, so a
+question copied from its passage with the passage's rare words is not one of theirs). The head of the ranking is
+rendered as follow-ups (below); one that could only be asked in full (no pronoun, shorter name, ellipsis or implicit
+context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation. Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
 question) and questions whose answer span an earlier answer already gave.
 Follow-ups go through the discourse forms (:func:`~agents.synth.offline.discourse.render`);
@@ -76,6 +81,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     contexts = context_candidates(segment) if segment else []
     last = segment[-1] if segment else {}
     shares = DiscourseShares(**(x.get("discourse") or {}))
+    rare = _rare_cost(x) if segment else None
     # a follow-up may check a fact with a yes/no question ("Does it replicate data across zones?") with the
     # configured share (seeded like the forms); a conversation opens with a wh-question
     yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
@@ -101,6 +107,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                         s += 1.2                     # asked inside the segment's context
             elif qa.template:
                 s += 0.3                         # an opening question with a topic to come back to
+            if rare is not None:
+                s -= rare(qa.question)               # words the asker would not have
             n = len(qa.question.split())
             s -= 0.02 * qa.sent_index + (0.05 * (7 - n) if n < 7 else 0.04 * max(0, n - 12))
             scored.append((-round(s, 6), i, qa.sent_index, qa.question, qa))
@@ -115,28 +123,39 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                            replace(qa, extra={**qa.extra, "other": j})))
     scored.sort(key=lambda r: r[:4])
     # near-duplicates by meaning, checked lazily on the head of the ranking only
-    picked = None
-    skip = x.get("attempt", 0)
-    for _, i, _, _, qa in scored:
+    head: list[tuple[float, int, QA, tuple[str, str, bool]]] = []
+    for neg, i, _, _, qa in scored:
         if qa.qtype != "compare" and _repeats(qa.question, earlier):
             continue
-        if skip:
-            skip -= 1
-            continue
-        picked = (i, qa)
-        break
-    if picked is None:
+        rendered = _follow_up(qa, i, passages, segment, topics, contexts, shares, earlier) if segment \
+            else (qa.question, qa.question, True)
+        # a follow-up that leans on the conversation (a pronoun, a shorter name, ellipsis, an implicit
+        # context) ranks above one that could only be asked in full, as people's follow-ups do
+        head.append((-neg - (0.0 if rendered[2] else EXPLICIT_PENALTY), i, qa, rendered))
+        if len(head) >= HEAD + x.get("attempt", 0):
+            break
+    if x.get("attempt", 0) >= len(head):
         return (*_fallback(x), [])
-    i, qa = picked
+    head.sort(key=lambda r: -r[0])      # stable: ties keep the ranking's order
+    _, i, qa, (asked, standalone, _) = head[x.get("attempt", 0)]
     others = [qa.extra["other"] + 1] if qa.qtype == "compare" else []
-    if not segment:
-        return i + 1, qa.question, qa.question, others
+    return i + 1, asked, standalone, others
+
+
+EXPLICIT_PENALTY = 1.0      # ranking points: a follow-up asked in full that has no dependent form
+HEAD = 12                   # candidates rendered per turn (the head of the ranking)
+
+
+def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics: list[str], contexts: list[str],
+               shares: DiscourseShares, earlier: list[str]) -> tuple[str, str, bool]:
+    """(question as asked, standalone question, leans on the conversation or is asked in full by the
+    shares' choice) of candidate ``qa`` of passage ``i`` as a follow-up of ``segment``."""
     u = _unit("discourse", *(p["doc_id"] for p in passages), len(earlier), qa.question)
+    talk = shares.pronoun + shares.short + shares.ellipsis
     if qa.qtype == "compare":
         # about the segment's focus: "How is it different from Y?" by the shares, else explicit
-        talk = shares.pronoun + shares.short + shares.ellipsis
         asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
-        return i + 1, asked or qa.question, qa.question, others
+        return asked or qa.question, qa.question, bool(asked) or u >= talk
     ctx = context_phrase(qa.question, passages[i], contexts) \
         if coreferable(qa, topics) is None and not _defines_a_name(qa.question) else ""
     standalone = with_context(qa.question, ctx) if ctx else qa.question
@@ -149,11 +168,31 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and _may_add_it(qa.question) and \
                 well_formed(with_context(qa.question, "it"), followup=True) is None:
             asked = with_context(qa.question, "it")
-        elif u < shares.pronoun + shares.short + shares.ellipsis:
+        elif u < talk:
             asked = qa.question
         else:
             asked = standalone
-    return i + 1, asked, standalone, []
+    return asked, standalone, asked != standalone or u >= talk
+
+
+RARE_IDF = 4.0     # idf above which a word new to the conversation costs a follow-up (df below ~2%)
+
+
+def _rare_cost(x: dict):
+    """question -> ranking points it loses for the rare words it brings into the conversation: the
+    questioner's ``rare_weight`` per idf unit above ``RARE_IDF`` of each word of the question
+    that is rare in the corpus (``x["rare"]``: word -> idf) and that no earlier turn the asker
+    saw (questions and answers) contains. People's follow-ups reuse the conversation's words and
+    common ones; a question copied from the passage names what only the passage says, so it
+    finds its passage without the history. None when there is nothing to weigh."""
+    rare, weight = x.get("rare") or {}, float(x.get("rare_weight") or 0.0)
+    if not rare or weight <= 0:
+        return None
+    said = {w for _role, text in x.get("history") or [] for w in words(text)}
+
+    def cost(question: str) -> float:
+        return weight * sum(max(0.0, rare.get(w, 0.0) - RARE_IDF) for w in set(words(question)) if w not in said)
+    return cost
 
 
 def _may_add_it(question: str) -> bool:
