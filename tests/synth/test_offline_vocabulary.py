@@ -97,3 +97,16 @@ def test_only_the_offline_questioner_gets_the_shown_passages_rare_words():
     assert _offline_questioner(LLMConfig(backend="offline"))
     assert not _offline_questioner(LLMConfig.model_validate(
         {"backend": "openai", "endpoints": {"e": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}}}))
+
+
+def test_no_yes_no_follow_up_on_what_an_earlier_answer_said():
+    from agents.synth.offline.answer_types import question_type
+    p = [{"doc_id": "c1", "title": "",
+          "text": "The Developers can deliver incremental updates to their users. IBM Cloudant was released in 2008."}]
+    seg = [{"question": "What can the Developers deliver to their users?",
+            "standalone_question": "What can the Developers deliver to their users?",
+            "answer": "Incremental updates. The Developers can deliver incremental updates to their users.",
+            "title": "", "gold_text": p[0]["text"]}]
+    asked = [ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0}})[2] for a in range(4)]
+    assert any(question_type(q) == "yesno" and "Cloudant" in q for q in asked)   # yes/no questions are offered ...
+    assert not any(question_type(q) == "yesno" and "deliver" in q for q in asked)   # ... not on what was said

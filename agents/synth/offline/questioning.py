@@ -44,7 +44,7 @@ from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, parse
 from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
-from agents.synth.text import jaccard_words, words
+from agents.synth.text import content_words, jaccard_words, words
 
 
 def _cands(text: str, title: str) -> tuple[QA, ...]:
@@ -64,6 +64,14 @@ def _repeats(q: str, earlier: list[str]) -> bool:
 def _given(answer: str, history_answers: list[str]) -> bool:
     a = " ".join(words(answer))
     return bool(a) and len(a) > 3 and any(f" {a} " in f" {' '.join(words(h))} " for h in history_answers)
+
+
+def _said(question: str, history_answers: list[str]) -> bool:
+    """An earlier answer already says what a yes/no question checks: every content word of the
+    question is in that answer ("Can the Developers deliver incremental updates to their users?"
+    after "Incremental updates. The Developers can deliver incremental updates ...")."""
+    cw = set(content_words(question))
+    return bool(cw) and any(cw <= set(words(h)) for h in history_answers)
 
 
 def ask(x: dict) -> tuple[int, str, str, list[int]]:
@@ -93,7 +101,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                                        or p["text"] == last.get("gold_text"))
         for qa in _cands(p["text"], p.get("title") or ""):
             if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given) \
-                    or (qa.qtype == "yesno" and not yesno_ok):
+                    or (qa.qtype == "yesno" and (not yesno_ok or _said(qa.question, given))):
                 continue
             s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0)
             if segment:
