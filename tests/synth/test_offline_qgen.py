@@ -250,3 +250,17 @@ def test_an_object_pronoun_points_into_the_passage():
         "Although Crane and Kauffman did not want LeBlanc, the network told the series creators to cast him in 1994.", "")]
     assert not any(" him" in q for q in qs)                     # "What told the series creators to cast him?"
     assert not passage_questions("Microsoft acquired it in 2018 for 7.5 billion dollars.", "")
+
+
+def test_definition_list_terms_that_are_sentences_give_no_task_and_answers_lose_the_marker():
+    from agents.synth.offline.nlp import clean_passage
+    from agents.synth.offline.qgen import passage_questions
+    text = ("Creating contextual entities is easier\n: The process you use to annotate entity mentions from intent "
+            "user examples was improved.\n\nUpdating CDN configuration details\n: You can update the origin and "
+            "the cache settings of a CDN in the console.")
+    assert clean_passage(text).split("\n")[1].startswith("The process you use")
+    qs = {q.question: q for q in passage_questions(text, "")}
+    assert not any("contextual entities is" in q for q in qs)          # "How do I create contextual entities is easier?"
+    task = qs["How do I update CDN configuration details?"]
+    assert task.answer.startswith("You can update the origin")
+    assert not any(q.answer.startswith(":") for q in qs.values())

@@ -71,13 +71,14 @@ _URL = re.compile(r"https?://\S+")
 
 
 def clean_passage(text: str) -> str:
-    """Passage text ready to parse: markdown links become their label, URLs and heading marks go,
-    each line is detokenised, paragraph breaks are kept as newlines."""
+    """Passage text ready to parse: markdown links become their label, URLs, heading marks, bullets and
+    the ": " of a definition list ("Term" then ": its definition") go, each line is detokenised,
+    paragraph breaks are kept as newlines."""
     lines = []
     for line in text.splitlines():
         line = _MD_LINK.sub(r"\1", line)
         line = _URL.sub("", line)
-        line = re.sub(r"^\s*(#+|[-*+]|\d+\.)\s+", "", line)
+        line = re.sub(r"^\s*(#+|[-*+:]|\d+\.)\s+", "", line)      # headings, bullets, definition-list ": "
         line = detokenize(line)
         if line:
             lines.append(line)

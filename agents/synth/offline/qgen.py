@@ -791,6 +791,8 @@ def heading_questions(text: str, start: int = 0) -> list[QA]:
             continue
         if any(t.is_punct and t.text not in "-/" for t in doc) or any(t.lower_ in PRONOUNS for t in doc):
             continue
+        if any(t.tag_ in ("VBZ", "VBD", "VBP", "MD") for t in doc[1:]):
+            continue        # a sentence, not a task: "Creating contextual entities is easier"
         rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
         rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
