@@ -56,6 +56,14 @@ def _after_commit(state: dict) -> str:
     return END if state.get("done") else "question"
 
 
+def route(fn: Callable[[dict], str]) -> Callable[[dict], Awaitable[str]]:
+    """A router as a coroutine: LangGraph runs a plain-function router of an async graph in a thread
+    pool (a thread hop per turn and edge, about 5 per turn); a coroutine runs on the event loop."""
+    async def router(state: dict) -> str:
+        return fn(state)
+    return router
+
+
 def build_graph(ctx: GraphContext, checkpointer=None):
     """The compiled graph. Its state is ONE channel holding the whole :class:`ConvState` dict
     (``StateGraph(dict)``): each node returns the state with its update applied. LangGraph's
@@ -76,8 +84,8 @@ def build_graph(ctx: GraphContext, checkpointer=None):
             return {**state, **upd}
         return node
 
-    def then(accepted: str) -> Callable[[ConvState], str]:
-        return lambda state: _after_call(state, ctx.cfg.max_attempts, accepted)
+    def then(accepted: str):
+        return route(lambda state: _after_call(state, ctx.cfg.max_attempts, accepted))
 
     async def select_then_question(state: dict) -> dict:
         state = {**state, **await turn.select(ctx, state)}
@@ -96,10 +104,10 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         g.add_node(name, fn)
     g.add_edge(START, "question")
     g.add_conditional_edges("question", then("answer"), {"answer": "answer", "retry": "retry", "commit": "commit"})
-    g.add_conditional_edges("answer", _after_answer, {"verify": "verify", "unique": "unique", "commit": "commit"})
+    g.add_conditional_edges("answer", route(_after_answer), {"verify": "verify", "unique": "unique", "commit": "commit"})
     g.add_conditional_edges("verify", then("unique"), {"unique": "unique", "retry": "retry", "commit": "commit"})
     g.add_conditional_edges("unique", then("humanize"), {"humanize": "humanize", "retry": "retry", "commit": "commit"})
     g.add_edge("retry", "question")
-    g.add_conditional_edges("humanize", _after_commit, {"question": "question", END: END})
-    g.add_conditional_edges("commit", _after_commit, {"question": "question", END: END})
+    g.add_conditional_edges("humanize", route(_after_commit), {"question": "question", END: END})
+    g.add_conditional_edges("commit", route(_after_commit), {"question": "question", END: END})
     return g.compile(checkpointer=checkpointer)

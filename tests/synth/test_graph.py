@@ -107,3 +107,21 @@ def test_unanswerable_turn_has_no_qrels(tmp_path):
     turns = store.read_table("turns").to_pylist()
     assert [t["sample_id"] for t in turns] == ["c1:1", "c1:2"]
     assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v3"
+
+
+def test_the_graph_runs_no_node_or_router_in_a_thread_pool(monkeypatch):
+    """LangGraph runs a plain-function node or router of an async graph through a thread pool
+    (a thread hop per turn and edge); every one of ours is a coroutine."""
+    import langchain_core.runnables.config as lc_config
+    hops = []
+    orig = lc_config.run_in_executor
+
+    async def counting(executor, func, *args, **kwargs):
+        hops.append(getattr(func, "__name__", repr(func)))
+        return await orig(executor, func, *args, **kwargs)
+    monkeypatch.setattr(lc_config, "run_in_executor", counting)
+    import langgraph._internal._runnable as lg_runnable
+    monkeypatch.setattr(lg_runnable, "run_in_executor", counting)
+    state = _run(_plan(["berlin", "pigs"], n_turns=2), SynthConfig(turns=2), OFFLINE, lambda q, k: ["berlin"])
+    assert len(state["turns"]) == 2
+    assert hops == []
