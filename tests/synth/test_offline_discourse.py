@@ -344,3 +344,12 @@ def test_a_numeral_or_acronym_is_no_short_form():
     rj = QA(question="What did Romeo and Juliet have?", qtype="what", answer="", sentence="",
             template="What did {T} have", topic="Romeo and Juliet")
     assert _short_form(rj) is None                                        # not "What did Juliet have?"
+
+
+def test_refer_back_matches_the_plural_of_a_mentioned_phrase():
+    from agents.synth.offline.discourse import _singular, refer_back
+    assert [_singular(w) for w in ("cashews", "policies", "boxes", "status", "analysis", "access", "the red apples")] == \
+        ["cashew", "policy", "box", "status", "analysis", "access", "the red apple"]
+    seg = [{"question": "Is the cashew eaten on its own?", "standalone_question": "Is the cashew eaten on its own?",
+            "answer": "Yes. It is eaten on its own, used in recipes.", "title": "Cashew", "gold_text": ""}]
+    assert refer_back("Are some people allergic to cashews?", seg) == "Are some people allergic to them?"

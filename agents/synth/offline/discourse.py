@@ -323,11 +323,29 @@ def history_mentions(segment: list[dict]) -> list[str]:
     return [m for m in out if m and m not in _GENERIC]
 
 
+def _singular(n: str) -> str:
+    """The phrase with its last word's regular plural ending removed ("cashews" -> "cashew",
+    "policies" -> "policy", "boxes" -> "box"); other words unchanged."""
+    head, _, last = n.rpartition(" ")
+    if len(last) > 4 and last.endswith("ies"):
+        last = last[:-3] + "y"
+    elif len(last) > 4 and last.endswith(("ches", "shes", "sses", "xes")):
+        last = last[:-2]
+    elif len(last) > 3 and last.endswith("s") and not last.endswith(("ss", "us", "is")):
+        last = last[:-1]
+    return f"{head} {last}" if head else last
+
+
+def _same_np(n: str, m: str) -> bool:
+    """The same phrase, or its singular/plural ("cashews" after "the cashew")."""
+    return n == m or _singular(n) == _singular(m)
+
+
 def _np_matches(n: str, mentions: list[str]) -> bool:
     if not n or n in _GENERIC:
         return False
     for m in mentions:
-        if n == m:
+        if _same_np(n, m):
             return True
         # the same name with fewer or more modifiers: "cloud object storage" / "ibm cloud object storage"
         if len(n.split()) >= 2 and len(m.split()) >= 2 and (m.endswith(" " + n) or n.endswith(" " + m)):
@@ -377,7 +395,7 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
-        if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or n == mentions[0]):
+        if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or _same_np(n, mentions[0])):
             continue          # a bare common noun ("access") reads oddly as "it"
         plural = root.tag_ in ("NNS", "NNPS")
         dep = root.dep_
