@@ -2,11 +2,13 @@
 the next attempt after a rejection, and the turn record (accepted or failed) at the end."""
 from __future__ import annotations
 
+import functools
 import json
 import math
+from collections import Counter
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
-from agents.synth.text import content_words, jaccard
+from agents.synth.text import content_words, jaccard, words
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
@@ -37,39 +39,41 @@ def page_key(doc: dict) -> str | None:
     return "d:" + doc["doc_id"] if doc.get("doc_id") else None
 
 
+def once_per_corpus(build):
+    """``build(corpus)`` computed once per corpus object (the synthesis batches of a process share one
+    corpus, :func:`agents.synth.run.load_corpus`); the latest corpus only is kept."""
+    memo: list = []
+
+    @functools.wraps(build)
+    def get(corpus: dict[str, dict]):
+        if not (memo and memo[0] is corpus):
+            memo[:] = [corpus, build(corpus)]
+        return memo[1]
+    return get
+
+
+@once_per_corpus
 def page_index(corpus: dict[str, dict]) -> dict[str, tuple[str, ...]]:
     """page_key -> the corpus passages of that page (sorted ids), for pages of 2+ passages only;
-    computed once per corpus object (the synthesis batches of a process share one corpus,
-    :func:`agents.synth.run.load_corpus`)."""
-    if _PAGES and _PAGES[0] is corpus:
-        return _PAGES[1]
+    computed once per corpus object (:func:`once_per_corpus`)."""
     by: dict[str, list[str]] = {}
     for cid, doc in corpus.items():
         k = page_key(doc)
         if k is not None:
             by.setdefault(k, []).append(cid)
-    pages = {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
-    _PAGES[:] = [corpus, pages]           # the latest corpus only
-    return pages
-
-
-_PAGES: list = []
+    return {k: tuple(sorted(v)) for k, v in by.items() if len(v) > 1}
 
 
 IDF_SAMPLE = 100_000        # passages whose words estimate the document frequencies
 IDF_MIN = 3.0               # only words at least this rare are kept (df below ~5% of the passages)
 
 
+@once_per_corpus
 def word_idf(corpus: dict[str, dict]) -> dict[str, float]:
     """word -> ln(N / df) over the corpus passages (title and text; :func:`~agents.synth.text.words`),
     for the words with an idf of at least ``IDF_MIN`` only (commoner words cost a follow-up
     nothing). Above ``IDF_SAMPLE`` passages, every k-th passage of the sorted ids estimates it.
-    Computed once per corpus object, like :func:`page_index`."""
-    if _IDF and _IDF[0] is corpus:
-        return _IDF[1]
-    from collections import Counter
-
-    from agents.synth.text import words
+    Computed once per corpus object (:func:`once_per_corpus`)."""
     ids = sorted(corpus)
     ids = ids[::max(1, -(-len(ids) // IDF_SAMPLE))]
     df: Counter = Counter()
@@ -77,12 +81,7 @@ def word_idf(corpus: dict[str, dict]) -> dict[str, float]:
         doc = corpus[cid]
         df.update(set(words(f"{doc.get('title') or ''} {doc['text']}")))
     n = max(len(ids), 1)
-    idf = {w: round(v, 3) for w, c in df.items() if (v := math.log(n / c)) >= IDF_MIN}
-    _IDF[:] = [corpus, idf]
-    return idf
-
-
-_IDF: list = []
+    return {w: round(v, 3) for w, c in df.items() if (v := math.log(n / c)) >= IDF_MIN}
 
 
 _VIEW_CACHE_MAX = 200_000
