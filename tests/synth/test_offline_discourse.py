@@ -7,7 +7,8 @@ from agents.synth.offline.qgen import QA
 
 SEG = [{"question": "What was the Berlin Wall?", "standalone_question": "What was the Berlin Wall?",
         "answer": "A guarded concrete barrier. The Berlin Wall was a guarded concrete barrier."}]
-BUILT = QA(question="When was the Berlin Wall built?", qtype="when", answer="1961", sentence="",
+BUILT = QA(question="When was the Berlin Wall built?", qtype="when", answer="1961",
+           sentence="The Berlin Wall was built in 1961; the wall divided the city.",
            template="When was {T} built", topic="the Berlin Wall", topic_kind="SING", verb="build")
 SHARES = DiscourseShares(pronoun=0.3, short=0.3, ellipsis=0.1)
 
@@ -276,7 +277,8 @@ def test_yes_no_questions_only_on_follow_ups_and_with_their_share():
 
 def test_a_question_phrase_is_never_the_context():
     from agents.synth.offline.discourse import context_candidates
-    seg = [{"standalone_question": "What products can I install with the tile?", "title": "",
+    seg = [{"standalone_question": "What products can I install with the WebSphere Application Server tile?",
+            "question": "What products can I install with the WebSphere Application Server tile?", "title": "",
             "answer": "What products can I install? WebSphere Application Server.",
             "gold_text": "What products can I install? What Products are supported by WebSphere Application Server?"}]
     cands = context_candidates(seg)
@@ -353,3 +355,76 @@ def test_refer_back_matches_the_plural_of_a_mentioned_phrase():
     seg = [{"question": "Is the cashew eaten on its own?", "standalone_question": "Is the cashew eaten on its own?",
             "answer": "Yes. It is eaten on its own, used in recipes.", "title": "Cashew", "gold_text": ""}]
     assert refer_back("Are some people allergic to cashews?", seg) == "Are some people allergic to them?"
+
+
+def test_the_page_the_segment_moved_to_is_its_context():
+    """A segment that opened on one page and moved to another is inside the page it is on now; a
+    one-word page about a common thing is "the cashew", a one-word name keeps its capital ("Friends",
+    though its sentences also say "friends"); a sentence-start capital is no name ("Some people")
+    and a deictic phrase no context ("this initiative")."""
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    seg = [{"standalone_question": "Who wrote the song?", "question": "Who wrote the song?", "answer": "x",
+            "title": "", "gold_text": ""},
+           {"standalone_question": "Where is the cashew tree grown?", "question": "Where is it grown?",
+            "answer": "The cashew tree is grown in Brazil. This initiative helped farmers.", "title": "Cashew",
+            "gold_text": ""}]
+    cands = context_candidates(seg)
+    assert "cashew" in cands
+    assert not any(c.split()[0] == "this" for c in cands)
+    ui = [{"question": "How do I export my skill?", "standalone_question": "How do I export my skill?", "title": "",
+           "gold_text": "", "answer": "Click the Actions icon and download the skill in JSON format."}]
+    assert not {"actions icon", "json format"} & set(context_candidates(ui)), context_candidates(ui)
+    p = {"title": "Cashew", "text": "Some people are allergic to cashews. The seed of the cashew has a double shell."}
+    assert context_phrase("Is the seed surrounded by a double shell?", p, cands) == "the cashew"
+    assert context_phrase("Are people allergic to the nut?", p, ["some people"]) == ""
+    friends = {"title": "Friends", "text": "The six friends live in Manhattan. NBC aired Friends for ten seasons."}
+    assert context_phrase("Where do the characters live?", friends, ["friends"]) == "Friends"
+
+
+def test_a_name_is_not_lower_cased_into_a_common_noun_and_a_capitalised_plural_is_they():
+    """"the cloudant" is no short form of "IBM Cloudant" (nobody writes "cloudant" in lower case),
+    "the wall" is one of "the Berlin Wall" when the conversation writes "the wall"; "The Developers"
+    that the text also calls "developers" are "they", not "it"."""
+    from agents.synth.offline.discourse import _short_form
+    from agents.synth.offline.qgen import passage_questions
+    cl = QA(question="How do I create a database in IBM Cloudant?", qtype="how", answer="", sentence="",
+            template="How do I create a database in {T}", topic="IBM Cloudant")
+    assert _short_form(cl, "IBM Cloudant stores JSON documents. Cloudant scales.") is None
+    wall = replace(BUILT, sentence="The Berlin Wall was built in 1961.")
+    assert _short_form(wall) is None
+    assert _short_form(wall, "Crowds crossed the wall in 1989.") == "When was the wall built"
+    text = ("Incremental updates. The Developers can deliver incremental updates to their users. "
+            "Most developers use the console.")
+    kinds = {qa.topic: qa.topic_kind for qa in passage_questions(text, "") if qa.topic}
+    assert kinds.get("The Developers", kinds.get("the Developers")) == "PLUR", kinds
+
+
+def test_no_question_points_at_the_document_layout():
+    """A person asking an assistant does not see "the following table"; a following year is time."""
+    from agents.synth.offline.qgen import passage_questions, points_at_the_page
+    assert points_at_the_page("What does the following table contain?")
+    assert points_at_the_page("Do the below sections provide storage?")
+    assert points_at_the_page("What does this section describe?")
+    assert not points_at_the_page("What happened the following year?")
+    assert not points_at_the_page("When is the next release?")
+    text = "Users of the service create skills in the tool. The following table describes the context variables."
+    qs = [qa.question for qa in passage_questions(text, "")]
+    assert qs and not any("following" in q for q in qs), qs
+
+
+def test_a_name_the_user_never_asked_about_is_no_context():
+    """A passage's frequent one-word name becomes the context only when the user's questions (as
+    asked) named it: no "... in Integer?" because the answer's passage mentions it most."""
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "How do I create a dialog skill?", "standalone_question": "How do I create a dialog skill?",
+            "title": "", "answer": "You create it in the tool.", "gold_text": "You create a dialog skill in the tool."},
+           {"question": "How do I upload it?", "standalone_question": "How do I upload a dialog skill?",
+            "title": "", "answer": "You upload the skill file in Assistant.",
+            "gold_text": "Skills are stored by Assistant. In Assistant, you upload a skill file. Assistant checks it."}]
+    cands = context_candidates(seg)
+    assert "assistant" not in cands, cands
+    seg[1]["question"] = "How do I upload it to Assistant?"
+    assert "assistant" in context_candidates(seg)
+    # the focus itself, when it is the opening passage's most frequent one-word name
+    one = [{**seg[1], "question": "How do I upload a dialog skill?"}]
+    assert "assistant" not in context_candidates(one)

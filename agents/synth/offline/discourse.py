@@ -212,7 +212,11 @@ def _pronoun_form(qa: QA) -> str | None:
     return tmpl.replace("{T}", pron)
 
 
-def _short_form(qa: QA) -> str | None:
+def _short_form(qa: QA, said: str = "") -> str | None:
+    """A shorter description of the topic: a person's surname, ``the <head noun>`` ("the Berlin Wall"
+    -> "the wall"), or the name's last word ("IBM MQ" -> "MQ"). A capitalised head is a common noun only
+    when the conversation (``said``: its passages and answers) or the question's sentence writes it in
+    lower case: "the wall" after "The wall fell", never "the cloudant" for "IBM Cloudant"."""
     words = qa.topic.split()
     if len(words) < 2 or " of " in qa.topic or any(w.lower() in ("and", "or", "&") for w in words):
         return None           # a coordination has no short form ("Romeo and Juliet" is not "Juliet")
@@ -223,6 +227,8 @@ def _short_form(qa: QA) -> str | None:
         short = head
     else:
         if _common_noun(head) and head.lower() not in ("one", "system", "thing", "part", "way"):
+            if head[:1].isupper() and not re.search(rf"\b{re.escape(head.lower())}s?\b", f"{said} {qa.sentence}"):
+                return None   # a name's word nobody writes in lower case ("Cloudant"): no "the cloudant"
             short = f"the {head.lower()}"
         elif head[:1].isupper() and not words[0].lower() in ("the", "a", "an"):
             short = head
@@ -278,7 +284,7 @@ def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tu
         elif form == "pronoun":
             text = _pronoun_form(qa)
         else:
-            text = _short_form(qa)
+            text = _short_form(qa, _segment_text(segment))
         if text:
             q = finish(text)
             if well_formed(q, followup=True) is None and (form != "pronoun" or says_something(q)):
@@ -289,6 +295,11 @@ def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tu
         if text:
             return text, "pronoun"
     return qa.question, "explicit"
+
+
+def _segment_text(segment: list[dict]) -> str:
+    """The segment's passages and answers (what the conversation has read)."""
+    return " ".join(f"{t.get('gold_text') or ''} {t.get('answer') or ''}" for t in segment)
 
 
 def mentions_history(question: str, mentions: list[str]) -> bool:
@@ -436,13 +447,18 @@ _WH = {"what", "which", "who", "whom", "whose", "when", "where", "why", "how"}  
 
 def context_candidates(segment: list[dict]) -> list[str]:
     """Phrases the segment established as its context, most salient first (normalised): the focus,
-    the main names of the segment's gold passages (newest first), the multiword proper names its
-    questions asked about, then other multiword phrases it mentioned; each with a content word
-    (4+ letters, not a stopword). Single words count only as the focus or a main name (single
-    capitalised words in answers are often UI labels: "Save", "Create")."""
+    the titles of the segment's pages and the main names of its gold passages (newest first), the
+    multiword proper names its questions asked about, then other multiword phrases it mentioned; each
+    with a content word (4+ letters, not a stopword). Single words count only as the focus, a title or
+    a main name (single capitalised words in answers are often UI labels: "Save", "Create"). Each needs
+    half its content words said in the conversation; a one-word main name needs to be in the user's
+    questions as asked."""
     from common.text import synthesis_stopwords
     sw = synthesis_stopwords()
-    salient = [focus(segment)] + [main_name(t.get("gold_text") or "") for t in reversed(segment)]
+    # the pages the segment read (titles, newest first) before their most frequent names: a conversation that
+    # moved from its opening page to another one is inside the page it is on now
+    salient = [focus(segment)] + [title_name(t.get("title") or "") for t in reversed(segment)] \
+        + [main_name(t.get("gold_text") or "") for t in reversed(segment)]
     asked = []
     for t in reversed(segment):       # proper names the user asked about (multiword: single words are often UI labels)
         for c in parse(t.get("standalone_question") or t.get("question") or "").noun_chunks:
@@ -452,18 +468,34 @@ def context_candidates(segment: list[dict]) -> list[str]:
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
     people = _people(segment)
     said = _said_words(segment)
+    questioned = _said_words([{"question": t.get("question") or ""} for t in segment])
+    pages = 1 + len(segment)          # the focus and the page titles
     out: list[str] = []
-    for n in salient + asked + mentioned:
+    for rank, n in enumerate(salient + asked + mentioned):
         k = norm_np(n or "")
         content = [w for w in k.split() if len(w) >= 4 and w not in sw]
-        if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH \
+        # a one-word name that no page title gives (the focus or a main name: a passage's most frequent
+        # name) must be in the user's questions: "Integer", "Lite" in a manual page are no context
+        heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
+        if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH | _DEICTIC \
+                and k.split()[-1] not in _UI_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
-                and 2 * sum(w in said for w in content) >= len(content):
+                and 2 * sum(w in heard for w in content) >= len(content):
             # (a person is never the context: "... in Gandhi?"; and the context is what the
             # conversation said - at least half its content words were in a question or an answer -,
-            # not a page title nobody mentioned: a person's rewrite adds words from the history)
+            # not a page title nobody mentioned: a person's rewrite adds words from the history; a
+            # passage's frequent one-word name is the context only when the user asked about it:
+            # "JSON", "Integer", "Lite" in a passage give no "... in Integer?")
             out.append(k)
     return out[:24]
+
+
+_UI_HEADS = {"icon", "button", "tab", "menu", "field", "fields", "column", "link", "window", "pane", "panel", "page",
+             "section", "file", "files", "format", "message", "results", "option", "options", "setting", "settings",
+             "feature", "id", "checkbox", "dialog", "screen"}   # "the Actions icon", "JSON format": where, not what
+
+_DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
+            "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
 
 
 def _said_words(segment: list[dict]) -> set[str]:
@@ -494,14 +526,25 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
         inside = next((x for x in ms if re.search(r"[a-z,;] $", text[max(0, x.start() - 2):x.start()])), None)
         m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
+        page = norm_np(title_name(title) or "-") == k       # the candidate is the passage's page
         if inside is None and norm_np(found) == norm_np(title_name(title) or "-"):
             found = title_name(title)          # only in the title line: the title, its sentence case undone
             if _names_something(found, text) or len(kw) >= 2:
                 return found
+            if page and _common_noun(found):
+                return "the " + found.lower()   # a one-word page about a common thing ("Cashew": "the cashew")
             continue
+        if inside is None and len(kw) >= 2 and not page and not any(w[:1].isupper() for w in found.split()[1:]):
+            continue          # only its first word capitalised, at a sentence start: "Some people" is no name
         if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
             # the article the passage writes before it ("the Byzantine Empire")
             return ("the " + found) if text[max(0, m.start() - 4):m.start()].lower() == "the " else found
+        if page and len(kw) == 1:
+            name = title_name(title)
+            if _names_something(name, text):
+                return name                      # a name the sentences capitalise ("Friends", not "the friends")
+            if inside is not None and found.islower():
+                return "the " + found            # the page's common noun, as its sentences write it ("the cashew")
     return ""
 
 

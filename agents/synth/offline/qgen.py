@@ -290,6 +290,11 @@ def _kind(head) -> str:
         return "PERSON"
     if head.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in head.children):
         return "PLUR"
+    t = head.text
+    if head.tag_ == "NNP" and len(t) > 3 and t[:1].isupper() and t[1:].islower() and t.endswith("s") \
+            and not t.endswith(("ss", "us", "is")) and not any(c.dep_ == "compound" for c in head.children) \
+            and re.search(rf"\b{re.escape(t.lower())}\b", head.doc.text):
+        return "PLUR"       # a capitalised plural the text also writes in lower case ("The Developers ...": they)
     return "SING"
 
 
@@ -762,7 +767,7 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
-            if well_formed(qa.question) is None:
+            if well_formed(qa.question) is None and not points_at_the_page(qa.question):
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out)))
@@ -904,6 +909,19 @@ _EITHER_NUMBER = {"data", "media", "news", "series", "species", "means", "headqu
 
 _NEG_STEMS = {"do", "does", "did", "is", "are", "was", "were", "has", "have", "had", "ca", "wo", "could", "should",
               "would", "must", "need", "might", "ai", "dare", "sha", "may", "ought"}
+
+
+_LAYOUT = re.compile(r"\b(?:the (?:following|below|above|preceding) (?!(?:spring|summer|autumn|fall|winter|"
+                     r"year|years|day|days|week|weeks|month|months|season|seasons|morning|night|decade|century|game|"
+                     r"match|election)\b)\w+|this (?:section|topic|page|document|tutorial|table|figure|diagram|example|"
+                     r"procedure|guide|article)|the (?:table|diagram|figure|screenshot|image) below)\b", re.IGNORECASE)
+
+
+def points_at_the_page(question: str) -> bool:
+    """The question points at the document's layout, which a person asking an assistant does not
+    see: "What does the following table contain?", "Do the below sections provide ...?", "What does
+    this section describe?" (a following year or season is time, not layout)."""
+    return _LAYOUT.search(question) is not None
 
 
 def well_formed(question: str, followup: bool = False) -> str | None:
