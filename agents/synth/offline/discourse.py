@@ -514,6 +514,8 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
     title = passage.get("title") or ""
     text = passage["text"][:4000] + "\n" + title     # the text's own wording first
+    name = title_name(title)                          # the page as a thing to ask about
+    page_key = norm_np(name or "-")
     for k in candidates:
         kw = k.split()
         if 2 * sum(w in qw for w in kw) >= len(kw):
@@ -526,9 +528,9 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
         inside = next((x for x in ms if re.search(r"[a-z,;] $", text[max(0, x.start() - 2):x.start()])), None)
         m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
-        page = norm_np(title_name(title) or "-") == k       # the candidate is the passage's page
-        if inside is None and norm_np(found) == norm_np(title_name(title) or "-"):
-            found = title_name(title)          # only in the title line: the title, its sentence case undone
+        page = page_key == k                  # the candidate is the passage's page
+        if inside is None and norm_np(found) == page_key:
+            found = name                       # only in the title line: the title, its sentence case undone
             if _names_something(found, text) or len(kw) >= 2:
                 return found
             if page and _common_noun(found):
@@ -540,7 +542,6 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             # the article the passage writes before it ("the Byzantine Empire")
             return ("the " + found) if text[max(0, m.start() - 4):m.start()].lower() == "the " else found
         if page and len(kw) == 1:
-            name = title_name(title)
             if _names_something(name, text):
                 return name                      # a name the sentences capitalise ("Friends", not "the friends")
             if inside is not None and found.islower():
