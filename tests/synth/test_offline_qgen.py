@@ -264,3 +264,31 @@ def test_definition_list_terms_that_are_sentences_give_no_task_and_answers_lose_
     task = qs["How do I update CDN configuration details?"]
     assert task.answer.startswith("You can update the origin")
     assert not any(q.answer.startswith(":") for q in qs.values())
+
+
+def _asked(sentence: str) -> dict[str, str]:
+    return {qa.question: qa.answer for qa in passage_questions(sentence, "")}
+
+
+def test_passive_agent_questions_keep_the_modal_and_the_irregular_past():
+    assert _asked("One dialog skill can be used by more than one assistant.")[
+        "What can use one dialog skill?"] == "more than one assistant"
+    assert "What will replace the old bridge?" in _asked("The old bridge will be replaced by a new steel bridge.")
+    got = _asked("During the early modern period, an age of discovery and trade was undertaken by the Western "
+                 "European nations.")
+    assert "What undertook an age of discovery and trade?" in got
+    assert not any("undertaked" in q or "What used" in q for q in got)
+
+
+def test_no_agent_question_from_a_manner_phrase_or_a_negated_subject():
+    assert not any(q.startswith(("What disables", "Who disables")) for q in
+                   _asked("The search refinement feature is disabled by default."))
+    assert _asked("No special characters within the quotation marks are parsed by the API.") == {}
+
+
+def test_people_are_who_and_a_duration_is_how_long():
+    got = _asked("The retrospective episode was watched by fewer than 36 million viewers.")
+    assert "Who watched the retrospective episode?" in got and not any(q.startswith("What watched") for q in got)
+    got = _asked("The Byzantine Empire lasted a thousand years.")
+    assert got["How long did the Byzantine Empire last?"] == "a thousand years"
+    assert "What did the Byzantine Empire last?" not in got

@@ -110,3 +110,10 @@ def test_no_yes_no_follow_up_on_what_an_earlier_answer_said():
     asked = [ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0}})[2] for a in range(4)]
     assert any(question_type(q) == "yesno" and "Cloudant" in q for q in asked)   # yes/no questions are offered ...
     assert not any(question_type(q) == "yesno" and "deliver" in q for q in asked)   # ... not on what was said
+
+
+def test_no_yes_no_follow_up_on_what_an_earlier_answer_said_in_another_tense():
+    from agents.synth.offline.questioning import _said
+    answer = "Feinman. Feinman spent seven months on the project and was paid $120,000 for her work."
+    assert _said("Did Feinman spend seven months on the project?", [answer])
+    assert not _said("Did Feinman spend seven months on the book?", [answer])

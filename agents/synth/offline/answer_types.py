@@ -92,7 +92,15 @@ def fills_slot(qtype: str, span: str, context: str = "") -> bool:
 
 
 _PEOPLE = {"people", "person", "man", "woman", "king", "queen", "president", "leader", "founder", "author",
-           "team", "company", "government", "army", "user", "administrator", "developer", "group", "family"}
+           "team", "company", "government", "army", "user", "administrator", "developer", "group", "family",
+           "viewer", "fan", "critic", "reader", "scholar", "historian", "soldier", "citizen", "resident", "player",
+           "student", "member", "official", "scientist", "researcher", "customer", "voter", "worker", "child",
+           "parent", "doctor", "patient", "engineer", "settler", "immigrant", "audience", "crowd"}
+
+
+def is_people(token) -> bool:
+    """A common noun for people ("viewers", "critics", "the team"): asked about with "who", not "what"."""
+    return token.lemma_.lower() in _PEOPLE
 
 
 def answer_span(answer: str, qtype: str) -> str:

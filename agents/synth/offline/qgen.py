@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse, sentence_spans
+from agents.synth.offline.answer_types import is_people
 
 PRONOUNS = {"it", "they", "he", "she", "this", "these", "those", "its", "their", "his", "her", "them", "him",
             "we", "i", "you", "that", "which", "who", "there", "one"}
@@ -56,11 +57,20 @@ IRREGULAR_PAST = {"build": "built", "write": "wrote", "begin": "began", "give": 
                   "keep": "kept", "leave": "left", "meet": "met", "pay": "paid", "send": "sent", "spend": "spent",
                   "stand": "stood", "understand": "understood", "get": "got", "shoot": "shot", "set": "set",
                   "put": "put", "cut": "cut", "hit": "hit", "let": "let", "shut": "shut", "read": "read",
-                  "have": "had", "do": "did", "be": "was", "found": "founded", "design": "designed"}
+                  "have": "had", "do": "did", "be": "was", "found": "founded", "design": "designed",
+                  "seek": "sought", "fight": "fought", "catch": "caught", "strike": "struck", "shake": "shook",
+                  "lay": "laid", "mean": "meant", "deal": "dealt", "lend": "lent", "bind": "bound", "sink": "sank",
+                  "swim": "swam", "drink": "drank", "ring": "rang", "arise": "arose", "sit": "sat", "hang": "hung",
+                  "dig": "dug", "stick": "stuck", "sweep": "swept", "sleep": "slept", "feed": "fed", "flee": "fled",
+                  "hear": "heard", "forget": "forgot", "forgive": "forgave", "forbid": "forbade", "hide": "hid",
+                  "bite": "bit", "light": "lit", "spread": "spread", "split": "split", "quit": "quit",
+                  "broadcast": "broadcast", "cast": "cast", "cost": "cost", "hurt": "hurt", "bet": "bet"}
 _DATE_PREPS = {"in", "on", "during", "at", "around", "by"}
 _PLACE_PREPS = {"in", "at", "near", "on"}
 _PLACE_ENTS = {"GPE", "LOC", "FAC"}
 _AGENT_ENTS = {"PERSON", "ORG", "NORP", "GPE"}
+_DURATION_VERBS = {"last", "take", "span", "run"}
+_TIME_UNITS = {"second", "minute", "hour", "day", "week", "month", "year", "decade", "century", "millennium"}
 _NUM_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
               "dozen", "hundred", "hundreds", "thousand", "thousands", "million", "millions", "billion",
               "billions", "several", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
@@ -298,9 +308,19 @@ def _kind(head) -> str:
     return "SING"
 
 
+_PREFIXES = ("under", "over", "with", "out", "fore", "mis", "re", "up", "be")    # "undertake" -> "undertook"
+
+# "by default", "by design": a manner, not an agent ("disabled by default" gives no "What disables ...?")
+_BY_IDIOMS = {"default", "design", "means", "hand", "mistake", "chance", "accident", "far", "nature", "name", "law",
+              "definition", "convention"}
+
+
 def _verb_past(lemma: str) -> str:
     if lemma in IRREGULAR_PAST:
         return IRREGULAR_PAST[lemma]
+    for pre in _PREFIXES:
+        if lemma.startswith(pre) and lemma[len(pre):] in IRREGULAR_PAST and len(lemma) - len(pre) >= 2:
+            return pre + IRREGULAR_PAST[lemma[len(pre):]]
     if lemma.endswith("e"):
         return lemma + "d"
     if re.search(r"[^aeiou]y$", lemma):
@@ -584,6 +604,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         subj_is_pron = False
     if not subj_words or len(subj_words) > 7:
         return out
+    if subj_words[0].lower() in ("no", "none", "neither"):
+        return out      # the negation sits in the subject: "No special characters are parsed by the API" gives no
+                        # "Are no special characters parsed ...?" or "Who parses no special characters?"
     subj_ent = "" if subj_is_pron else _ent_of(clause.subj)
     subj_low = clause.subj.lower_
     # "you can X" (manuals) -> "Can I X?" yes/no
@@ -648,12 +671,16 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         # passive agent: "built by East Germany" -> "Who built the Berlin Wall?"
         if c.dep_ == "agent" and clause.passive:
             pobj = next((x for x in c.children if x.dep_ == "pobj"), None)
-            if pobj is not None and v.tag_ == "VBN":
-                present = clause.auxes and clause.auxes[0].lower_ in ("is", "are")
-                verb = _verb_3sg(v.lemma_) if present else _verb_past(v.lemma_)
-                wh = "Who" if pobj.ent_type_ in _AGENT_ENTS else "What"
+            if pobj is not None and v.tag_ == "VBN" and not (pobj.lower_ in _BY_IDIOMS and not list(pobj.children)):
+                first = clause.auxes[0].lower_ if clause.auxes else ""
+                if first in _MODALS:        # "can be used by X" -> "What can use ...", not "What used ..."
+                    verb = f"{first} {v.lemma_}"
+                else:
+                    verb = _verb_3sg(v.lemma_) if first in ("is", "are") else _verb_past(v.lemma_)
+                wh = "Who" if pobj.ent_type_ in _AGENT_ENTS or is_people(pobj) else "What"
                 vp = _vp(clause, {c.i})
-                if vp is not None and not _pointing(_text(pobj.subtree)):
+                if vp is not None and not _pointing(_text(pobj.subtree)) and "by" not in (w.lower() for w in vp):
+                    # (a second "by" phrase is the means, not the agent: "What triggered the patient by atelectasis")
                     tmpl = " ".join([wh, verb, "{T}"] + vp)
                     out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="who" if wh == "Who" else "what",
                                   answer=_text(np_tokens(pobj, 8)) if pobj.ent_type_ else _text(pobj.subtree),
@@ -705,8 +732,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")):
                 wh = "Who" if c.ent_type_ == "PERSON" else "What"
-                qa = _mk(clause, sent, "who" if wh == "Who" else "what", wh, np_tokens(c, 8), {c.i}, subj_words,
-                         subj_kind, idx, score=0.9)
+                qtype = "who" if wh == "Who" else "what"
+                if v.lemma_ in _DURATION_VERBS and (c.ent_type_ in ("DATE", "TIME") or c.lemma_ in _TIME_UNITS):
+                    wh, qtype = "How long", "how"       # "lasted a thousand years": no "What did it last?"
+                qa = _mk(clause, sent, qtype, wh, np_tokens(c, 8), {c.i}, subj_words, subj_kind, idx, score=0.9)
                 if qa:
                     out.append(qa)
     # how many in the subject: "about 5,000 people escaped" -> "How many people escaped over the wall?"

@@ -68,10 +68,15 @@ def _given(answer: str, history_answers: list[str]) -> bool:
 
 def _said(question: str, history_answers: list[str]) -> bool:
     """An earlier answer already says what a yes/no question checks: every content word of the
-    question is in that answer ("Can the Developers deliver incremental updates to their users?"
-    after "Incremental updates. The Developers can deliver incremental updates ...")."""
+    question is in that answer, in any inflection ("Can the Developers deliver incremental updates to their
+    users?" after "Incremental updates. The Developers can deliver incremental updates ..."; "Did Feinman spend
+    seven months on the project?" after "Feinman. Feinman spent seven months on the project ...")."""
     cw = set(content_words(question))
-    return bool(cw) and any(cw <= set(words(h)) for h in history_answers)
+    if not cw:
+        return False
+    lemmas = {t.lemma_.lower() for t in parse(question) if t.lower_ in cw and t.pos_ != "AUX"
+              and t.lemma_ not in ("do", "be", "have")}     # "Did" asks, it says nothing
+    return any(cw <= set(words(h)) or lemmas <= {t.lemma_.lower() for t in parse(h[:1500])} for h in history_answers)
 
 
 def ask(x: dict) -> tuple[int, str, str, list[int]]:
