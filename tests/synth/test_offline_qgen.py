@@ -292,3 +292,32 @@ def test_people_are_who_and_a_duration_is_how_long():
     got = _asked("The Byzantine Empire lasted a thousand years.")
     assert got["How long did the Byzantine Empire last?"] == "a thousand years"
     assert "What did the Byzantine Empire last?" not in got
+
+
+def test_no_question_on_a_phrase_whose_content_was_cut():
+    from agents.synth.offline.qgen import cut_short
+    assert cut_short("A habit of having") and cut_short("A tendency to") and cut_short("the rise of")
+    assert not cut_short("the Western European nations") and not cut_short("in 1961")
+    got = _asked("Willie has a tendency to see the worst in everything. Armstrong was the first person to walk on "
+                 "the Moon. The Nile is the longest river in Africa.")
+    # "Does Willie have a tendency?", "Was Armstrong the first person?", "Is the Nile the longest river?" say
+    # nothing or claim what the sentence does not
+    assert not any(q in got for q in ("Does Willie have a tendency?", "Was Armstrong the first person?",
+                                      "Is the Nile the longest river?", "What does Willie have?"))
+    assert "Is Lyme disease the most common tick-borne disease?" in _asked(
+        "Lyme disease is the most common tick-borne disease.")          # a rank with no scope to lose
+
+
+def test_a_definition_answer_defines_the_thing_asked_about():
+    from agents.synth.offline.answering import _defines
+    assert _defines("What is IBM Cloudant?", ["IBM Cloudant, a distributed database from IBM, is a managed service."])
+    assert not _defines("What is Super Bowl ring?", [
+        "Mike Pope won all four of his Super Bowl rings as the long time coach for New York Giants Ken Norton, who "
+        "was a linebacker."])
+
+
+def test_a_list_page_is_no_thing_to_ask_about():
+    from agents.synth.offline.discourse import title_name
+    assert title_name("List of Madagascar (franchise) characters") == ""
+    assert title_name("Timeline of the Berlin Wall") == ""
+    assert title_name("American Pie (song)") == "American Pie"

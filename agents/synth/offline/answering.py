@@ -117,7 +117,11 @@ def _defines(question: str, sents: list[str]) -> bool:
     with a defining verb ("X is a managed Kubernetes offering", "X provides ..."); a sentence that only
     mentions X in passing ("For more information about how to set up Y in X, see ...") does not."""
     topic = re.sub(r"^(?:what|who) (?:is|are|was|were) (?:an? |the )?", "", question.strip().lower()).rstrip("?")
-    return any(support(topic, s) >= 0.5 and _DEFINING.search(s) and not re.match(r"^(?:for more|see|if|to)\b", s.lower())
+    head = (re.findall(r"[^\W_]+", topic) or [""])[-1]
+    # the defining verb follows the thing named (up to 8 words on, past an apposition): "X, a Y, is ..." defines
+    # X; "Mike Pope won all four of his Super Bowl rings as the coach ... was" does not define "Super Bowl ring"
+    near = re.compile(rf"\b{re.escape(head)}(?:e?s)?\b(?:\W+\w+){{0,8}}?\W+{_DEFINING.pattern}", re.IGNORECASE)
+    return any(support(topic, s) >= 0.5 and near.search(s) and not re.match(r"^(?:for more|see|if|to)\b", s.lower())
                for s in sents)
 
 

@@ -555,8 +555,9 @@ def title_name(title: str) -> str:
     "History of Germany" -> "the history of Germany"); "" for a title that names no thing
     ("Wikipedia:Reference desk/Archives/...")."""
     t = re.sub(r"\s*\([^)]*\)\s*$", "", title).strip()
-    if not t or re.search(r"[:/|_#=\[\]{}]", t) or not re.search(r"[A-Za-z]", t) or len(t.split()) > 6:
-        return ""
+    if not t or re.search(r"[:/|_#=\[\]{}()]", t) or not re.search(r"[A-Za-z]", t) or len(t.split()) > 6 \
+            or re.match(r"(?:lists?|index|indexes|outline|timeline|glossary) of\b", t, re.IGNORECASE):
+        return ""           # a list of things is no thing: "List of Madagascar (franchise) characters"
     ws = t.split()
     first = ws[0]
     if len(ws) > 1 and first[:1].isupper() and first[1:].islower():

@@ -193,9 +193,11 @@ def _case_vocab(doc) -> tuple[set[str], set[str]]:
 _CASES: dict[int, tuple] = {}
 
 
-def np_tokens(head, max_words: int = 7) -> list:
+def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
     """The noun phrase of ``head`` without relative clauses, appositions or parentheticals;
-    too long -> determiner + compounds/adjectives + head."""
+    too long -> determiner + compounds/adjectives + head. Empty when what is dropped is the phrase's content:
+    a rank's scope ("the first person (to walk on the Moon)"; kept with ``scoped=False``, for a definition's
+    answer that its sentence follows) or a noun's complement clause ("a tendency (to see the worst)")."""
     drop: set[int] = set()
     coord = [c for c in head.children if c.dep_ in ("cc", "conj") and c.i > head.i]
     keep_coord = any(c.dep_ == "conj" for c in coord) and \
@@ -229,7 +231,25 @@ def np_tokens(head, max_words: int = 7) -> list:
         toks = toks[1:]
     if _needs_of(head) and not any(t.lower_ == "of" and t.head.i == head.i for t in toks):
         return []           # "a series", "52.1%" without "of epidemics" / "of the workforce" say nothing
+    kept = {t.i for t in toks}
+    ranked = any(c.dep_ in ("amod", "advmod") and (c.tag_ == "JJS" or c.ent_type_ == "ORDINAL"
+                                                   or c.lower_ in ("first", "last", "only", "next"))
+                 for c in head.children)
+    if scoped and ranked and any(c.i not in kept and c.dep_ in ("acl", "relcl", "prep") for c in head.children):
+        return []           # a rank needs its scope: "the first person (to walk on the Moon)", "the longest river
+                            # (in Africa)", "the fourth state (to join the union)"
+    if head.lemma_.lower() in _COMPLEMENT_HEADS and any(
+            c.i not in kept and (c.dep_ in ("acl", "relcl") and any(x.lower_ == "to" for x in c.children)
+                                 or c.dep_ == "prep" and any(x.tag_ == "VBG" for x in c.children)) for c in head.children):
+        return []           # "a tendency (to see the worst)", "a habit (of having ...)": the complement is the content
     return toks
+
+
+# nouns whose content is their complement clause ("a tendency to ...", "the ability to ...", "a habit of ...ing")
+_COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need", "decision",
+                     "plan", "attempt", "effort", "desire", "way", "opportunity", "power", "freedom", "permission",
+                     "authority", "intention", "wish", "willingness", "failure", "refusal", "obligation", "option",
+                     "possibility", "reluctance", "tradition", "practice", "goal", "aim", "task", "job", "mission"}
 
 
 # heads that say nothing without their "of" phrase ("a series of epidemics", "52.1% of the workforce")
@@ -637,7 +657,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             wh = "Who" if subj_kind == "PERSON" else "What"
             tense = v.lower_ if v.lower_ in ("is", "was", "are", "were") else "is"
             tmpl = f"{wh} {tense} {{T}}"
-            ans = np_tokens(attr, max_words=12)
+            ans = np_tokens(attr, max_words=12, scoped=False)   # the answer's sentence follows it
             if ans:
                 out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="define",
                               answer=_text(ans), sentence=_text(sent), template=tmpl, topic=" ".join(subj_words),
@@ -796,7 +816,8 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
-            if well_formed(qa.question) is None and not points_at_the_page(qa.question):
+            if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
+                    and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))):
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out)))
@@ -805,6 +826,17 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+def cut_short(answer: str) -> bool:
+    """An answer span cut inside its phrase: it ends in a preposition, a determiner, a conjunction, "to", or a
+    gerund after a preposition ("A habit of having", "A tendency to"): what it says is in the words it lost."""
+    doc = parse(answer.strip().rstrip(".,;:"))
+    if len(doc) < 2:
+        return False
+    last = doc[-1]
+    return last.pos_ in ("ADP", "DET", "CCONJ", "SCONJ", "PART") or last.lower_ == "to" \
+        or (last.tag_ == "VBG" and doc[-2].pos_ == "ADP")
 
 
 def heading_questions(text: str, start: int = 0) -> list[QA]:
