@@ -321,3 +321,13 @@ def test_a_list_page_is_no_thing_to_ask_about():
     assert title_name("List of Madagascar (franchise) characters") == ""
     assert title_name("Timeline of the Berlin Wall") == ""
     assert title_name("American Pie (song)") == "American Pie"
+
+
+def test_no_question_pointing_into_the_passage_and_no_one_word_instruction():
+    assert _asked("Your account wasn't enabled to create resources of that type after you applied the code.") == {}
+    assert _asked("Use ( ) to enclose a logical grouping of multiple expressions using Boolean operators.") == {}
+    assert _asked("To delete a bucket, open the console and click Delete.")[
+        "How do I delete a bucket?"] == "open the console and click Delete."
+    got = _asked("From the 2nd century AD, many examples of the arcus quadrifrons were built in North Africa.")
+    assert "Where were many examples of the arcus quadrifrons built?" in got
+    assert "Where were many examples built?" not in got            # "many examples" of what?

@@ -255,7 +255,8 @@ _COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "r
 # heads that say nothing without their "of" phrase ("a series of epidemics", "52.1% of the workforce")
 _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "minority", "part", "group", "set",
              "range", "variety", "kind", "type", "sort", "member", "members", "half", "rest", "total", "share",
-             "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair"}
+             "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
+             "example", "examples", "instance", "instances"}     # "many examples (of the arcus quadrifrons)"
 
 
 def _needs_of(head) -> bool:
@@ -606,9 +607,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
             else:                   # "Do Y to X." -> the answer is the instruction before it
                 rest = [t for t in sent if t.i < min(x.i for x in to_cl.subtree) and not t.is_space]
-            out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how",
-                          answer=_text([t for t in rest if not (t.is_punct and t.i == rest[0].i)]),
-                          sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
+            answer = _text([t for t in rest if not (t.is_punct and t.i == rest[0].i)])
+            if len(re.findall(r"[^\W_]+", answer)) >= 2:      # "Use ( ) to enclose ...": no answer "Use"
+                out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how", answer=answer,
+                              sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
         return out
     if clause.subj is None:
         return out
@@ -817,7 +819,8 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
             if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
-                    and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))):
+                    and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))) \
+                    and not points_into_the_passage(qa.question):
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out)))
@@ -826,6 +829,12 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+def points_into_the_passage(question: str) -> bool:
+    """A demonstrative determiner ("resources of that type", "this option"): which one, only the passage's
+    previous sentence says; the asker does not know it."""
+    return any(t.lower_ in ("this", "that", "these", "those") and t.dep_ == "det" for t in parse(question))
 
 
 def cut_short(answer: str) -> bool:
