@@ -296,7 +296,8 @@ def test_people_are_who_and_a_duration_is_how_long():
 
 def test_no_question_on_a_phrase_whose_content_was_cut():
     from agents.synth.offline.qgen import cut_short
-    assert cut_short("A habit of having") and cut_short("A tendency to") and cut_short("the rise of")
+    assert cut_short("A habit of having") and cut_short("A tendency to") and cut_short("the rise of") \
+        and cut_short("A taste somewhere")
     assert not cut_short("the Western European nations") and not cut_short("in 1961")
     got = _asked("Willie has a tendency to see the worst in everything. Armstrong was the first person to walk on "
                  "the Moon. The Nile is the longest river in Africa.")
@@ -331,3 +332,11 @@ def test_no_question_pointing_into_the_passage_and_no_one_word_instruction():
     got = _asked("From the 2nd century AD, many examples of the arcus quadrifrons were built in North Africa.")
     assert "Where were many examples of the arcus quadrifrons built?" in got
     assert "Where were many examples built?" not in got            # "many examples" of what?
+
+
+def test_a_page_title_is_no_task_and_a_final_connective_is_dropped():
+    text = "Eating disorder\nAccording to one study, 40% of young girls are already dieting to lose weight."
+    assert not any(q.startswith("How do I eat") for q in (qa.question for qa in passage_questions(text, "Eating disorder")))
+    manual = "Creating buckets\nYou create a bucket in the console by clicking Create bucket."
+    assert "How do I create buckets?" in {qa.question for qa in passage_questions(manual, "")}
+    assert "Can nights be quite cool in summer?" in _asked("Nights can be quite cool even in summer, though.")

@@ -108,7 +108,8 @@ class QA:
 def finish(q: str) -> str:
     """Capitalised, detokenised, single-spaced, one trailing question mark."""
     q = detokenize(q.replace(" ?", "?")).strip().rstrip(".?!,;: ")
-    if not q:
+    q = re.sub(r",?\s+(?:though|however|thus|therefore|nevertheless|nonetheless)$", "", q, flags=re.IGNORECASE)
+    if not q:               # (a connective left at the end says nothing: "Can nights be cool in summer though?")
         return q
     return q[0].upper() + q[1:] + "?"
 
@@ -823,7 +824,7 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                     and not points_into_the_passage(qa.question):
                 out.append(qa)
         _antecedent_update(sent, antecedents)
-    out.extend(heading_questions(text, len(out)))
+    out.extend(heading_questions(text, len(out), title))
     low = f" {text.lower()} "
     he = low.count(" he ") + low.count(" his ") + low.count(" him ")
     she = low.count(" she ") + low.count(" her ")
@@ -844,14 +845,17 @@ def cut_short(answer: str) -> bool:
     if len(doc) < 2:
         return False
     last = doc[-1]
+    if last.pos_ == "ADV" and last.lower_ in ("somewhere", "between", "around", "about", "roughly", "mainly",
+                                               "mostly", "especially", "particularly", "only", "even", "such"):
+        return True         # "A taste somewhere (between beef and pork)"
     return last.pos_ in ("ADP", "DET", "CCONJ", "SCONJ", "PART") or last.lower_ == "to" \
         or (last.tag_ == "VBG" and doc[-2].pos_ == "ADP")
 
 
-def heading_questions(text: str, start: int = 0) -> list[QA]:
+def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
     """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
     them ("How do I update CDN configuration details?"); the answer is the first sentence of
-    the section under the heading."""
+    the section under the heading. The page's own ``title`` is no task heading ("Eating disorder")."""
     from agents.synth.offline.nlp import clean_passage
     lines = clean_passage(text).split("\n")
     out: list[QA] = []
@@ -860,6 +864,8 @@ def heading_questions(text: str, start: int = 0) -> list[QA]:
         if not 2 <= len(w) <= 8 or line.endswith((".", ":", "?", "!")) or not w[0].endswith("ing") \
                 or not w[0][:1].isupper():
             continue
+        if title and " ".join(w).lower() == " ".join(title.split()).lower():
+            continue        # the page's title names its subject, not a task: "Eating disorder" gives no "How do I eat ...?"
         doc = parse(line)
         head = doc[0]
         if head.tag_ != "VBG" or head.lemma_.lower() == head.lower_:
