@@ -428,3 +428,12 @@ def test_a_name_the_user_never_asked_about_is_no_context():
     # the focus itself, when it is the opening passage's most frequent one-word name
     one = [{**seg[1], "question": "How do I upload a dialog skill?"}]
     assert "assistant" not in context_candidates(one)
+
+
+def test_fallback_definition_takes_the_article_the_passage_writes():
+    from agents.synth.offline.questioning import _fallback
+    wall = {"doc_id": "w", "title": "Great Wall of China",
+            "text": "The Great Wall of China is a series of fortifications. Parts of the Great Wall are ruined."}
+    assert _fallback({"passages": [wall]})[1] == "What is the Great Wall of China?"
+    boise = {"doc_id": "b", "title": "Boise State University", "text": "Boise State University is a university."}
+    assert _fallback({"passages": [boise]})[1] == "What is Boise State University?"

@@ -234,6 +234,9 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     if not title:           # the passage's first line when it is a short heading
         first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
         title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
+    if title and not title.lower().startswith(("the ", "a ", "an ")) and \
+            re.search(rf"\bthe {re.escape(title)}\b", passages[i]["text"], re.IGNORECASE):
+        title = "the " + title      # as the passage writes it: "What is the Great Wall of China?"
     q = finish(f"What is {title}") if title and len(title.split()) <= 6 else ""
     if not q or well_formed(q) is not None:
         q = "What else should I know about this topic?"       # the verifier decides; usually rejected
