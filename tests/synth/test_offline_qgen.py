@@ -340,3 +340,9 @@ def test_a_page_title_is_no_task_and_a_final_connective_is_dropped():
     manual = "Creating buckets\nYou create a bucket in the console by clicking Create bucket."
     assert "How do I create buckets?" in {qa.question for qa in passage_questions(manual, "")}
     assert "Can nights be quite cool in summer?" in _asked("Nights can be quite cool even in summer, though.")
+
+
+def test_past_of_prefixed_irregular_verbs():
+    from agents.synth.offline.qgen import _verb_past
+    assert [_verb_past(v) for v in ("undertake", "rebuild", "withdraw", "overcome", "relay", "create")] == \
+        ["undertook", "rebuilt", "withdrew", "overcame", "relayed", "created"]

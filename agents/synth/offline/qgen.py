@@ -341,7 +341,8 @@ def _verb_past(lemma: str) -> str:
     if lemma in IRREGULAR_PAST:
         return IRREGULAR_PAST[lemma]
     for pre in _PREFIXES:
-        if lemma.startswith(pre) and lemma[len(pre):] in IRREGULAR_PAST and len(lemma) - len(pre) >= 2:
+        if lemma.startswith(pre) and lemma[len(pre):] in IRREGULAR_PAST and len(lemma) - len(pre) >= 2 \
+                and lemma not in ("relay", "belay"):       # (regular verbs that only look prefixed)
             return pre + IRREGULAR_PAST[lemma[len(pre):]]
     if lemma.endswith("e"):
         return lemma + "d"
