@@ -39,6 +39,9 @@ class SynthConfig(BaseModel):
                                        "description of the focus (the wall, Cummings)")
     offline_ellipsis_share: float = Field(0.1, ge=0, le=1, description="offline backend: share asked elliptically "
                                           "(What about X? / And its N?)")
+    offline_request_share: float = Field(0.35, ge=0, le=1, description="offline backend: share of follow-ups about "
+                                         "something new inside the conversation's context that may be asked as an "
+                                         "elliptical request (What about the halftime show? / And the halftime show?)")
     offline_yesno_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups that "
                                        "may ask a yes/no question (Does it replicate data across zones?); the ranking "
                                        "picks one in most of them")

@@ -94,7 +94,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             # since the last switch, every earlier standalone question, the follow-up form shares
             "segment": segment_turns(ctx, state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
             "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
-                          "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share},
+                          "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share,
+                          "request": ctx.cfg.offline_request_share},
             "rare": rare_words(ctx, shown), "rare_weight": ctx.cfg.offline_rare_word_weight}
 
 

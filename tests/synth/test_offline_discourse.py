@@ -437,3 +437,42 @@ def test_fallback_definition_takes_the_article_the_passage_writes():
     assert _fallback({"passages": [wall]})[1] == "What is the Great Wall of China?"
     boise = {"doc_id": "b", "title": "Boise State University", "text": "Boise State University is a university."}
     assert _fallback({"passages": [boise]})[1] == "What is Boise State University?"
+
+
+SUPER_BOWL = {"doc_id": "sb", "title": "Super Bowl XXVII",
+              "text": "Super Bowl XXVII was played in 1993 in Pasadena. The game was won by Dallas. The halftime show "
+                      "featured Michael Jackson. It drew a record audience of 133 million viewers."}
+
+
+def test_an_elliptical_request_about_something_new_inside_the_context():
+    """"What about the halftime show?" / "And the halftime show?" asked inside a conversation about Super Bowl
+    XXVII: the rewrite is a request with the context, and the answer is what the passage says about it, from the
+    first sentence that names it, which the verifier accepts."""
+    from agents.synth.offline import questioning
+    from agents.synth.offline.answering import answer, check
+    from agents.synth.offline.qgen import passage_questions, well_formed
+    show = next(qa for qa in passage_questions(SUPER_BOWL["text"], SUPER_BOWL["title"])
+                if qa.topic == "the halftime show" and qa.qtype == "who")
+    asked, standalone = questioning._request(show, "Super Bowl XXVII", [])
+    assert asked in ("What about the halftime show?", "And the halftime show?")
+    assert standalone == "What can you tell me about the halftime show in Super Bowl XXVII?"
+    assert well_formed(standalone) is None and well_formed("What did the coach tell me?") is not None
+    got = answer(asked, standalone, SUPER_BOWL)
+    assert got == "The halftime show featured Michael Jackson. It drew a record audience of 133 million viewers."
+    assert check({"question": asked, "standalone_question": standalone, "answer": got, "passage": SUPER_BOWL})[
+        "reasons"] == []
+    # no request about a pronoun or a quantifier, about the context itself, or one the conversation asked already
+    assert questioning._request(replace(show, topic="it"), "Super Bowl XXVII", []) is None
+    assert questioning._request(replace(show, topic="many fans"), "Super Bowl XXVII", []) is None
+    assert questioning._request(replace(show, topic="Super Bowl XXVII"), "Super Bowl XXVII", []) is None
+    assert questioning._request(show, "Super Bowl XXVII", [standalone]) is None
+    # inside the segment's context, with the share, the follow-up is asked as the request
+    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
+            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
+            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
+    from agents.synth.offline.discourse import context_candidates, segment_topics
+    got = questioning._follow_up(show, 0, [SUPER_BOWL], seg, segment_topics(seg), context_candidates(seg),
+                                 DiscourseShares(request=1.0), ["Where was Super Bowl XXVII played?"])
+    assert got == (asked, standalone, True)
+    assert questioning._follow_up(show, 0, [SUPER_BOWL], seg, segment_topics(seg), context_candidates(seg),
+                                  DiscourseShares(request=0.0), ["Where was Super Bowl XXVII played?"])[1] != standalone

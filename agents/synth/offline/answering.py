@@ -40,6 +40,11 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     if not sents:
         return detokenize(text)
     key = _key(standalone or question)
+    about = _request_subject(standalone or question)
+    if about:       # a request: what the passage says about it, from the first sentence that names it
+        first = next((i for i, s in enumerate(sents) if re.search(rf"(?<!\w){re.escape(about)}(?!\w)", norm(s))), None)
+        if first is not None:
+            return " ".join(sents[first: first + 2])
     cands = passage_questions(text, passage.get("title") or "")
     qa = next((c for c in cands if _key(c.question) == key), None) or \
         next((c for c in cands if key.startswith((_key(c.question) + " in ", _key(c.question) + " for "))),
@@ -63,6 +68,18 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     return context
 
 
+def _request_subject(question: str) -> str:
+    """The subject of a request "What can you tell me about X in C?" (normalised; the context "in C", or "for C"
+    when X has an "in", dropped), "" for any other question."""
+    m = re.match(r"^what can you tell me about (.+?)\??$", question.strip(), re.IGNORECASE)
+    if not m:
+        return ""
+    rest = m.group(1)
+    head, sep, _ = rest.rpartition(" for ")
+    x = head if sep and " in " in head else rest.rpartition(" in ")[0] or rest
+    return norm(re.sub(r"^(?:the|a|an) ", "", x.strip(), flags=re.IGNORECASE))
+
+
 def check(x: dict) -> dict:
     """The verifier's findings for ``x`` (question, standalone_question, answer, passage):
     {span_in_passage, type_fits, constraints_met, fit, supported, reasons}."""
@@ -73,6 +90,8 @@ def check(x: dict) -> dict:
     span = answer_span(ans, qtype)
     asents = sentences(ans) or [ans]
     context = " ".join(asents[1:]) if len(asents) > 1 and span == asents[0].rstrip(".") else ans
+    if _request_subject(q):
+        context = ans       # a request's answer has no leading span: all of it is what the passage says
     reasons = []
     yn = yes_no(span) if qtype == "yesno" else None
     if yn:
@@ -95,7 +114,9 @@ def check(x: dict) -> dict:
     if missing:
         reasons.append(f"the answer does not mention {', '.join(sorted(missing))} named in the question")
     from agents.synth.offline.semantic import best_similarity
-    fit = best_similarity(q, (sentences(context) or [context])[:3])
+    # (a request's content is its subject: "What can you tell me about" only dilutes the similarity)
+    fit = best_similarity(re.sub(r"^what can you tell me about ", "", q, flags=re.IGNORECASE),
+                          (sentences(context) or [context])[:3])
     if fit < MIN_FIT:
         reasons.append(f"question and answer do not fit (MiniLM cosine {fit:.2f})")
     psents = sentences(clean_passage(x["passage"]["text"]))       # line breaks end sentences there too

@@ -45,6 +45,7 @@ class DiscourseShares:
     short: float = 0.43
     ellipsis: float = 0.1
     yesno: float = 0.5
+    request: float = 0.35       # follow-ups about something new inside the context asked as "What about X?"
 
 
 def norm_np(text: str) -> str:

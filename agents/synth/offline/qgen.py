@@ -1105,7 +1105,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                 continue
             if subj.tag_ == "NN" and t.lower_ in ("are", "were") or subj.tag_ == "NNS" and t.lower_ in ("is", "was"):
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
-    if re.search(r"\b(?:me|us)\b", q, re.IGNORECASE) and not re.search(r"\b(?:I|we)\b", q):
+    if re.search(r"\b(?:me|us)\b", re.sub(r"^What can you tell me about\b", "", q), re.IGNORECASE) \
+            and not re.search(r"\b(?:I|we)\b", q):       # (a request to the assistant is no quoted speech)
         return "a first-person object without a first-person subject (quoted speech)"
     if re.match(r"^\w+'(?:ve|re|ll|d)\b", q):
         return "a contracted auxiliary after the wh-word"                   # "What've people got ...?"

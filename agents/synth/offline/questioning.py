@@ -178,6 +178,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
     if form == "explicit" and standalone != qa.question:
         # the context is referred to with a pronoun ("... in it?") or left implicit with the
         # shares' probabilities, else asked explicitly
+        request = _request(qa, ctx, earlier) if _unit("request", qa.question, len(earlier)) < shares.request else None
+        if request:
+            return request[0], request[1], True
         if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and _may_add_it(qa.question) and \
                 well_formed(with_context(qa.question, "it"), followup=True) is None:
             asked = with_context(qa.question, "it")
@@ -186,6 +189,33 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         else:
             asked = standalone
     return asked, standalone, asked != standalone or u >= talk
+
+
+REQUEST = "What can you tell me about"
+_NOT_A_TOPIC = {"this", "that", "these", "those", "it", "they", "some", "many", "most", "several", "other", "others",
+                "such", "each", "all", "both", "any", "another", "one"}
+
+
+def _request(qa: QA, ctx: str, earlier: list[str]) -> tuple[str, str] | None:
+    """(asked, standalone): the candidate's subject asked about as an elliptical request inside the segment's
+    context, the way people move on to something new of what they are discussing: "What about the halftime
+    show?" or "And the halftime show?", rewritten "What can you tell me about the halftime show in Super Bowl
+    XXVII?"; the answer is what the passage says about it (:func:`agents.synth.offline.answering.answer`). None
+    when the subject is no phrase of its own (a pronoun, a quantifier), the request repeats an earlier question,
+    or a form is not well formed."""
+    topic = qa.topic.strip()
+    ws = topic.split()
+    if not ws or len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not any(len(w) >= 4 for w in ws) \
+            or not re.fullmatch(r"[\w'’ .&-]+", topic) or qa.qtype in ("define", "yesno", "compare") \
+            or jaccard_words(topic, ctx) >= 0.5:
+        return None
+    asked = finish(f"What about {topic}" if len(ws) < 3 or seed_int("request", qa.question) % 2 else f"And {topic}")
+    standalone = with_context(f"{REQUEST} {topic}", ctx)
+    from agents.synth.offline.answering import _request_subject
+    if well_formed(asked, followup=True) is not None or well_formed(standalone) is not None \
+            or any(_request_subject(e) == _request_subject(standalone) for e in earlier):
+        return None         # (a request about the same subject was made already)
+    return asked, standalone
 
 
 RARE_IDF = 4.0     # idf above which a word new to the conversation costs a follow-up (df below ~2%)
