@@ -476,3 +476,18 @@ def test_an_elliptical_request_about_something_new_inside_the_context():
     assert got == (asked, standalone, True)
     assert questioning._follow_up(show, 0, [SUPER_BOWL], seg, segment_topics(seg), context_candidates(seg),
                                   DiscourseShares(request=0.0), ["Where was Super Bowl XXVII played?"])[1] != standalone
+
+
+def test_a_request_needs_a_specific_subject_and_is_answered_by_a_sentence_about_it():
+    from agents.synth.offline import questioning
+    from agents.synth.offline.answering import answer
+    from agents.synth.offline.qgen import QA
+    wave = QA(question="What kept increasing?", qtype="what", answer="x", sentence="", topic="the wave")
+    assert questioning._request(wave, "the Berlin Wall", []) is None          # "What about the wave?" of what?
+    east = QA(question="What did East Germany seal?", qtype="what", answer="x", sentence="", topic="East Germany")
+    assert questioning._request(east, "the Berlin Wall", [])[1] == \
+        "What can you tell me about East Germany in the Berlin Wall?"
+    p = {"doc_id": "v", "title": "", "text": "However, the router provides no next-generation firewall add-ons. The "
+         "firewall of the gateway blocks unknown traffic. It logs every rule."}
+    assert answer("What about the firewall?", "What can you tell me about the firewall in IBM Cloud?", p) == \
+        "The firewall of the gateway blocks unknown traffic. It logs every rule."

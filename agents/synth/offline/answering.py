@@ -42,7 +42,10 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     key = _key(standalone or question)
     about = _request_subject(standalone or question)
     if about:       # a request: what the passage says about it, from the first sentence that names it
-        first = next((i for i, s in enumerate(sents) if re.search(rf"(?<!\w){re.escape(about)}(?!\w)", norm(s))), None)
+        names = [i for i, s in enumerate(sents) if re.search(rf"(?<!\w){re.escape(about)}(?!\w)", norm(s))]
+        # a sentence about it (naming it among its first words) before one that mentions it in passing
+        first = next((i for i in names if re.search(rf"(?<!\w){re.escape(about)}(?!\w)",
+                                                   " ".join(norm(sents[i]).split()[:6]))), names[0] if names else None)
         if first is not None:
             return " ".join(sents[first: first + 2])
     cands = passage_questions(text, passage.get("title") or "")

@@ -201,11 +201,14 @@ def _request(qa: QA, ctx: str, earlier: list[str]) -> tuple[str, str] | None:
     context, the way people move on to something new of what they are discussing: "What about the halftime
     show?" or "And the halftime show?", rewritten "What can you tell me about the halftime show in Super Bowl
     XXVII?"; the answer is what the passage says about it (:func:`agents.synth.offline.answering.answer`). None
-    when the subject is no phrase of its own (a pronoun, a quantifier), the request repeats an earlier question,
-    or a form is not well formed."""
+    when the subject is no phrase of its own (a pronoun, a quantifier) or too vague to ask about alone (one common
+    noun: "the wave", "the provider"; a name or two content words are needed), the request repeats an earlier
+    one, or a form is not well formed."""
     topic = qa.topic.strip()
     ws = topic.split()
-    if not ws or len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not any(len(w) >= 4 for w in ws) \
+    content = [w for w in ws if len(w) >= 4 and w.lower() not in ("the", "a", "an")]
+    named = any(w[:1].isupper() for w in ws[1:]) or (ws[0][:1].isupper() and ws[0].lower() not in ("the", "a", "an"))
+    if not ws or len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not (named or len(content) >= 2) \
             or not re.fullmatch(r"[\w'’ .&-]+", topic) or qa.qtype in ("define", "yesno", "compare") \
             or jaccard_words(topic, ctx) >= 0.5:
         return None
