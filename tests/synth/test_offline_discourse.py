@@ -484,6 +484,7 @@ def test_a_request_needs_a_specific_subject_and_is_answered_by_a_sentence_about_
     from agents.synth.offline.qgen import QA
     wave = QA(question="What kept increasing?", qtype="what", answer="x", sentence="", topic="the wave")
     assert questioning._request(wave, "the Berlin Wall", []) is None          # "What about the wave?" of what?
+    assert questioning._request(replace(wave, topic=""), "the Berlin Wall", []) is None     # a question with no topic
     east = QA(question="What did East Germany seal?", qtype="what", answer="x", sentence="", topic="East Germany")
     assert questioning._request(east, "the Berlin Wall", [])[1] == \
         "What can you tell me about East Germany in the Berlin Wall?"

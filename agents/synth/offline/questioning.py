@@ -206,6 +206,8 @@ def _request(qa: QA, ctx: str, earlier: list[str]) -> tuple[str, str] | None:
     one, or a form is not well formed."""
     topic = qa.topic.strip()
     ws = topic.split()
+    if not ws:
+        return None
     content = [w for w in ws if len(w) >= 4 and w.lower() not in ("the", "a", "an")]
     named = any(w[:1].isupper() for w in ws[1:]) or (ws[0][:1].isupper() and ws[0].lower() not in ("the", "a", "an"))
     if not ws or len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not (named or len(content) >= 2) \
