@@ -29,6 +29,17 @@ MEANS_RE = re.compile(r"\b(by|using|through|via|with|use|run|click|select|enter|
                       re.IGNORECASE)
 
 
+REQUEST = "What can you tell me about"      # the rewrite of an elliptical request ("What about X?")
+_REQUEST_RE = re.compile(rf"^{REQUEST}\s+", re.IGNORECASE)
+
+
+def request_body(question: str) -> str:
+    """What a request asks about, with its context ("X in C?" of "What can you tell me about X in C?"); "" for
+    any other question."""
+    q = question.strip()
+    return _REQUEST_RE.sub("", q) if _REQUEST_RE.match(q) else ""
+
+
 def question_type(question: str) -> str:
     q = question.strip().lower()
     q = re.sub(r"^(and|so|but|ok|okay|well)[, ]+", "", q)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from agents.synth.offline.answer_types import answer_span, fills_slot, question_type
+from agents.synth.offline.answer_types import answer_span, fills_slot, question_type, request_body
 from agents.synth.offline.matching import norm, span_in, states, support, yes_no
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import passage_questions
@@ -42,10 +42,11 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     key = _key(standalone or question)
     about = _request_subject(standalone or question)
     if about:       # a request: what the passage says about it, from the first sentence that names it
-        names = [i for i, s in enumerate(sents) if re.search(rf"(?<!\w){re.escape(about)}(?!\w)", norm(s))]
+        named = re.compile(rf"(?<!\w){re.escape(about)}(?!\w)")
+        names = [i for i, s in enumerate(sents) if named.search(norm(s))]
         # a sentence about it (naming it among its first words) before one that mentions it in passing
-        first = next((i for i in names if re.search(rf"(?<!\w){re.escape(about)}(?!\w)",
-                                                   " ".join(norm(sents[i]).split()[:6]))), names[0] if names else None)
+        first = next((i for i in names if named.search(" ".join(norm(sents[i]).split()[:6]))),
+                     names[0] if names else None)
         if first is not None:
             return " ".join(sents[first: first + 2])
     cands = passage_questions(text, passage.get("title") or "")
@@ -74,10 +75,9 @@ def answer(question: str, standalone: str, passage: dict) -> str:
 def _request_subject(question: str) -> str:
     """The subject of a request "What can you tell me about X in C?" (normalised; the context "in C", or "for C"
     when X has an "in", dropped), "" for any other question."""
-    m = re.match(r"^what can you tell me about (.+?)\??$", question.strip(), re.IGNORECASE)
-    if not m:
+    rest = request_body(question).rstrip("?")
+    if not rest:
         return ""
-    rest = m.group(1)
     head, sep, _ = rest.rpartition(" for ")
     x = head if sep and " in " in head else rest.rpartition(" in ")[0] or rest
     return norm(re.sub(r"^(?:the|a|an) ", "", x.strip(), flags=re.IGNORECASE))
@@ -118,8 +118,7 @@ def check(x: dict) -> dict:
         reasons.append(f"the answer does not mention {', '.join(sorted(missing))} named in the question")
     from agents.synth.offline.semantic import best_similarity
     # (a request's content is its subject: "What can you tell me about" only dilutes the similarity)
-    fit = best_similarity(re.sub(r"^what can you tell me about ", "", q, flags=re.IGNORECASE),
-                          (sentences(context) or [context])[:3])
+    fit = best_similarity(request_body(q) or q, (sentences(context) or [context])[:3])
     if fit < MIN_FIT:
         reasons.append(f"question and answer do not fit (MiniLM cosine {fit:.2f})")
     psents = sentences(clean_passage(x["passage"]["text"]))       # line breaks end sentences there too

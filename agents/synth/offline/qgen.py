@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse, sentence_spans
-from agents.synth.offline.answer_types import is_people
+from agents.synth.offline.answer_types import is_people, request_body
 
 PRONOUNS = {"it", "they", "he", "she", "this", "these", "those", "its", "their", "his", "her", "them", "him",
             "we", "i", "you", "that", "which", "who", "there", "one"}
@@ -1105,7 +1105,7 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                 continue
             if subj.tag_ == "NN" and t.lower_ in ("are", "were") or subj.tag_ == "NNS" and t.lower_ in ("is", "was"):
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
-    if re.search(r"\b(?:me|us)\b", re.sub(r"^What can you tell me about\b", "", q), re.IGNORECASE) \
+    if re.search(r"\b(?:me|us)\b", request_body(q) or q, re.IGNORECASE) \
             and not re.search(r"\b(?:I|we)\b", q):       # (a request to the assistant is no quoted speech)
         return "a first-person object without a first-person subject (quoted speech)"
     if re.match(r"^\w+'(?:ve|re|ll|d)\b", q):

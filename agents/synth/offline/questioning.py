@@ -35,8 +35,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from agents.synth.offline import compare
+from agents.synth.offline.answer_types import REQUEST
+from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
                                             history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
@@ -76,7 +79,13 @@ def _said(question: str, history_answers: list[str]) -> bool:
         return False
     lemmas = {t.lemma_.lower() for t in parse(question) if t.lower_ in cw and t.pos_ != "AUX"
               and t.lemma_ not in ("do", "be", "have")}     # "Did" asks, it says nothing
-    return any(cw <= set(words(h)) or lemmas <= {t.lemma_.lower() for t in parse(h[:1500])} for h in history_answers)
+    return any(cw <= set(words(h)) or lemmas <= _lemmas(h[:1500]) for h in history_answers)
+
+
+@lru_cache(maxsize=512)
+def _lemmas(text: str) -> frozenset[str]:
+    """Lower-cased lemmas of ``text`` (an earlier answer, checked against every yes/no candidate of a turn)."""
+    return frozenset(t.lemma_.lower() for t in parse(text))
 
 
 def ask(x: dict) -> tuple[int, str, str, list[int]]:
@@ -191,7 +200,6 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
     return asked, standalone, asked != standalone or u >= talk
 
 
-REQUEST = "What can you tell me about"
 _NOT_A_TOPIC = {"this", "that", "these", "those", "it", "they", "some", "many", "most", "several", "other", "others",
                 "such", "each", "all", "both", "any", "another", "one"}
 
@@ -210,13 +218,12 @@ def _request(qa: QA, ctx: str, earlier: list[str]) -> tuple[str, str] | None:
         return None
     content = [w for w in ws if len(w) >= 4 and w.lower() not in ("the", "a", "an")]
     named = any(w[:1].isupper() for w in ws[1:]) or (ws[0][:1].isupper() and ws[0].lower() not in ("the", "a", "an"))
-    if not ws or len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not (named or len(content) >= 2) \
+    if len(ws) > 6 or ws[0].lower() in _NOT_A_TOPIC or not (named or len(content) >= 2) \
             or not re.fullmatch(r"[\w'’ .&-]+", topic) or qa.qtype in ("define", "yesno", "compare") \
             or jaccard_words(topic, ctx) >= 0.5:
         return None
     asked = finish(f"What about {topic}" if len(ws) < 3 or seed_int("request", qa.question) % 2 else f"And {topic}")
     standalone = with_context(f"{REQUEST} {topic}", ctx)
-    from agents.synth.offline.answering import _request_subject
     if well_formed(asked, followup=True) is not None or well_formed(standalone) is not None \
             or any(_request_subject(e) == _request_subject(standalone) for e in earlier):
         return None         # (a request about the same subject was made already)
