@@ -20,6 +20,10 @@ class SynthConfig(BaseModel):
         "a follow-up's focus passages may come from the previous gold's page (same title, or the chunks of one "
         "document) outside the cluster too, so a conversation can stay on an article the cluster holds one passage "
         "of: people ask several questions of one article; False = the cluster pool only"))
+    focus_related: int = Field(1, ge=0, description=(
+        "of the shown passages on a follow-up turn, how many (after the focus passages) are passages of other "
+        "pages that name the previous gold's page in their text, found by the corpus search: a conversation "
+        "moves on to a related article without leaving its subject, as people's do; 0 = none"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")

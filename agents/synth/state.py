@@ -47,6 +47,7 @@ class GraphContext:
     cfg: SynthConfig
     pages: dict[str, tuple[str, ...]] = field(default_factory=dict)   # page_key -> its passages (2+)
     views: dict[str, frozenset[str]] = field(default_factory=dict)   # focus_passages' content-word cache
+    related: dict[str, list[str]] = field(default_factory=dict)   # page name -> corpus search hits (turn.select)
     idf: dict[str, float] = field(default_factory=dict)   # rare corpus words -> idf (turn.word_idf; offline questioner)
 
 

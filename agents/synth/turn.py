@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from collections import Counter
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
@@ -14,7 +15,8 @@ from agents.synth.text import content_words, jaccard, words
 async def select(ctx: GraphContext, state: ConvState) -> dict:
     """``shown_passages`` from the conversation's current cluster pool: on a follow-up, the
     ``focus_passages`` closest to the previous turn's gold (:func:`focus_passages`; with
-    ``focus_page``, the other passages of its page count too), the rest a seeded random sample of the
+    ``focus_page``, the other passages of its page count too) and ``focus_related`` passages of other pages
+    that name the previous gold's page (:func:`related_passages`), the rest a seeded random sample of the
     pool; the order shuffled (seeded), so a position says nothing."""
     pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
@@ -22,6 +24,9 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     pages = getattr(ctx, "pages", None) if ctx.cfg.focus_page else None
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
                            getattr(ctx, "views", None))
+    if focus and ctx.cfg.focus_related and len(focus) < n and getattr(ctx, "search", None) is not None:
+        hits = await _related_hits(ctx, page_name(ctx.corpus[focus[0]].get("title") or ""))
+        focus += related_passages(ctx.corpus, state, focus, hits, min(ctx.cfg.focus_related, n - len(focus)))
     chosen = set(focus)
     rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
@@ -131,6 +136,54 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
                   key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
                                  -jaccard(ref_view, view(d)), d))
     return [prev, *near[:k - 1]]
+
+
+def page_name(title: str) -> str:
+    """A page title as the name its text uses: "Wonder Woman (2017 film)" -> "Wonder Woman"."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", (title or "").strip()).strip()
+
+
+RELATED_DEPTH = 30          # corpus search hits read for passages that name the page
+_RELATED_CACHE_MAX = 50_000
+
+
+async def _related_hits(ctx: GraphContext, name: str) -> list[str]:
+    """The corpus search's top ``RELATED_DEPTH`` for a page name (the uniqueness check's search, off the event
+    loop on a large corpus), kept per name in ``ctx.related``: every turn of a conversation on that page asks it."""
+    if len(name) < 3:
+        return []
+    from agents.synth.uniqueness import search
+    cache = getattr(ctx, "related", None)
+    if cache is None:
+        return await search(ctx, name, RELATED_DEPTH)
+    if name not in cache:
+        if len(cache) > _RELATED_CACHE_MAX:
+            cache.clear()
+        cache[name] = await search(ctx, name, RELATED_DEPTH)
+    return cache[name]
+
+
+def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str], hits: list[str], k: int) -> list[str]:
+    """Up to ``k`` passages of *other* pages that name the page of the previous gold (``focus[0]``) in their text,
+    taken in the order of ``hits`` (the corpus search for that name): what a reader turns to next without leaving
+    the subject (from "Berlin Wall" to a passage of "History of Germany" about the wall). A passage already gold
+    in the conversation, or already a focus passage, is not taken; none when the page has no title."""
+    ref = corpus[focus[0]]
+    name = page_name(ref.get("title") or "")
+    if len(name) < 3 or k <= 0:
+        return []
+    used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
+    key = page_key(ref)
+    pat = re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, name.split())) + r"(?![\w-])", re.IGNORECASE)
+    out: list[str] = []
+    for d in hits:
+        doc = corpus.get(d)
+        if doc is None or d in used or d in focus or page_key(doc) == key or not pat.search(doc["text"]):
+            continue
+        out.append(d)
+        if len(out) >= k:
+            break
+    return out
 
 
 def next_attempt(state: ConvState) -> dict:

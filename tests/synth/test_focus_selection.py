@@ -112,3 +112,49 @@ def test_a_turns_candidate_list_is_its_cluster_plus_gold_from_outside_it():
     assert _candidates(("a", "b"), ["b"]) == ("a", "b")
     assert _candidates(("a", "b"), ["z", "a"]) == ("a", "b", "z")
     assert _candidates((), ["z"]) == ()
+
+
+REL_CORPUS = {
+    "w1": {"title": "Berlin Wall", "text": "The wall divided Berlin from 1961 to 1989."},
+    "w2": {"title": "Berlin Wall", "text": "The Berlin Wall fell in November 1989."},          # its own page
+    "h1": {"title": "History of Germany (1945–90)", "text": "East Germany built the Berlin Wall in 1961."},
+    "h2": {"title": "East Germany", "text": "The Berlin  Wall stood for 28 years."},           # spacing differs
+    "s1": {"title": "Wall Street", "text": "Wall Street is in New York; Berlin has a stock exchange too."},
+    "p1": {"title": "Potsdam", "text": "Potsdam is near Berlin."},
+    "p2": {"title": "Spree", "text": "The Spree flows through Berlin."},
+    "p3": {"title": "Tempelhof", "text": "Tempelhof was an airport in Berlin."},
+}
+
+
+def test_a_follow_up_is_shown_a_passage_of_another_page_that_names_the_page_it_is_on():
+    """``focus_related``: besides the previous gold and its nearest passage, a passage of *another* page whose
+    text names the previous gold's page (found by the corpus search for the page's name) is shown, so the
+    conversation can move to a related article without leaving its subject; one the search finds that does
+    not name the page, one of the same page, and one already gold are not taken."""
+    from agents.synth.turn import page_name, related_passages, select
+    assert page_name("History of Germany (1945–90)") == "History of Germany" and page_name("Berlin Wall") == "Berlin Wall"
+    hits = ["w2", "s1", "h1", "h2", "p1"]                 # the search's order: same page, no name, then the two
+    st = {**_state(2, [_ok(1, ["w1"])]), "pool": ["w1", "p1", "p2", "p3", "s1"]}
+    assert related_passages(REL_CORPUS, st, ["w1"], hits, 1) == ["h1"]
+    assert related_passages(REL_CORPUS, st, ["w1"], hits, 3) == ["h1", "h2"]          # names it across spacing
+    st_used = {**_state(3, [_ok(1, ["h1"]), _ok(2, ["w1"])]), "pool": st["pool"]}
+    assert related_passages(REL_CORPUS, st_used, ["w1"], hits, 1) == ["h2"]           # h1 was gold already
+    untitled = {**REL_CORPUS, "w1": {"title": "", "text": "The wall divided Berlin."}}
+    assert related_passages(untitled, st, ["w1"], hits, 1) == []
+
+    asked: list[str] = []
+
+    def search(q, k):
+        asked.append(q)
+        return hits[:k]
+    ctx = SimpleNamespace(corpus=REL_CORPUS, cfg=SynthConfig(shown_passages=4, focus_passages=2), pages={}, views={},
+                          related={}, search=search)
+    shown = asyncio.run(select(ctx, st))["shown"]
+    assert "w1" in shown and "h1" in shown and len(set(shown)) == 4
+    assert asyncio.run(select(ctx, {**st, "attempt": 1}))["shown"] is not None
+    assert asked == ["Berlin Wall"]                      # one search per page name (kept in ctx.related)
+    off = SimpleNamespace(corpus=REL_CORPUS, cfg=SynthConfig(shown_passages=4, focus_passages=2, focus_related=0),
+                          pages={}, views={}, related={}, search=search)
+    assert "h1" not in asyncio.run(select(off, st))["shown"]
+    first = asyncio.run(select(ctx, _state(1)))["shown"]      # the first turn has no page to relate to
+    assert set(first) <= set(POOL)

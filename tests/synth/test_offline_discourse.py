@@ -492,3 +492,28 @@ def test_a_request_needs_a_specific_subject_and_is_answered_by_a_sentence_about_
          "firewall of the gateway blocks unknown traffic. It logs every rule."}
     assert answer("What about the firewall?", "What can you tell me about the firewall in IBM Cloud?", p) == \
         "The firewall of the gateway blocks unknown traffic. It logs every rule."
+
+
+def test_an_event_context_is_asked_during_and_in_it_only_for_a_task_in_a_product():
+    """The implicit context is named with the preposition people use: "during" for an event or a period
+    ("... arrest during the Quit India Movement?"); its pronoun form is "during it", or "in it" for a task done
+    in a product ("How do I publish my bot in it?"); other questions leave it implicit rather than end in an
+    odd "in it" ("What did the production star in it?")."""
+    from agents.synth.offline.discourse import is_event, with_context
+    from agents.synth.offline.questioning import _context_pronoun
+    for p in ("World War II", "the Quit India Movement", "the Qing dynasty", "British rule", "the Battle of Gettysburg",
+              "Operation Barbarossa", "the Fall of the Western Roman Empire"):
+        assert is_event(p), p
+    for p in ("the Soviet Union in World War II", "the history of India", "Mars", "IBM Cloud", "Friends",
+              "Fall Out Boy", "egg donation", "Warsaw"):
+        assert not is_event(p), p
+    assert with_context("How many leaders did the government arrest?", "the Quit India Movement") == \
+        "How many leaders did the government arrest during the Quit India Movement?"
+    assert with_context("How do I create a database?", "IBM Cloudant") == "How do I create a database in IBM Cloudant?"
+    assert with_context("What did the army capture in China?", "World War II") == \
+        "What did the army capture in China during World War II?"
+    assert _context_pronoun("What did the army capture?", "World War II") == "What did the army capture during it?"
+    assert _context_pronoun("How do I publish my bot?", "Microsoft Teams") == "How do I publish my bot in it?"
+    assert _context_pronoun("What did the production star?", "Romeo and Juliet") is None
+    assert _context_pronoun("Who watched the retrospective episode?", "Friends") is None
+    assert _context_pronoun("What happened during the siege?", "World War II") is None       # has a during already

@@ -150,9 +150,41 @@ def main_name(text: str) -> str:
 def with_context(question: str, focus_np: str) -> str:
     """The standalone form of a question asked inside the focus's context: the focus added as
     ``in <focus>`` ("How do I create a database?" -> "How do I create a database in IBM
-    Cloudant?"), ``for <focus>`` when the question already has an ``in`` phrase."""
-    prep = "for" if re.search(r"\bin\b", question) else "in"
+    Cloudant?"), ``for <focus>`` when the question already has an ``in`` phrase, ``during <focus>``
+    when the focus is an event or a period (:func:`is_event`: "How many leaders did the government arrest
+    during the Quit India Movement?")."""
+    if is_event(focus_np) and not re.search(r"\bduring\b", question):
+        prep = "during"
+    else:
+        prep = "for" if re.search(r"\bin\b", question) else "in"
     return finish(f"{question.rstrip('?')} {prep} {focus_np}")
+
+
+# heads of phrases that name an event or a period: things that happen "during", not places one is "in"
+_EVENT_HEADS = frozenset("""war wars invasion invasions battle battles campaign campaigns revolution rebellion uprising
+movement crisis era period age reign rule restoration occupation outbreak epidemic pandemic election elections olympics
+championship championships tournament festival ceremony conference summit expedition depression recession massacre siege
+offensive operation genocide holocaust partition famine strike protests riots coup purge renaissance reformation
+enlightenment raj dynasty colonization independence""".split())
+_EVENT_OF = re.compile(r"^(?:the )?(?:(?:battle|siege|invasion|occupation|partition|sack|fall|war|reign|colonization) of|"
+                       r"operation) ", re.IGNORECASE)
+
+
+def is_event(phrase: str) -> bool:
+    """``phrase`` names an event or a period: its head (the last word before any ``of``/``in`` phrase, a
+    trailing numeral skipped) is one of ``_EVENT_HEADS`` ("World War II", "the Quit India Movement", "the Qing
+    dynasty", "British rule"), or it opens with one ("the Battle of Gettysburg", "Operation Barbarossa");
+    not "the Soviet Union in World War II" (a country) nor "the history of India"."""
+    if _EVENT_OF.match(phrase.strip()):
+        return True
+    ws = re.findall(r"[^\W_]+", phrase.lower())
+    for i, w in enumerate(ws):
+        if w in ("of", "in", "for", "on", "at", "from"):
+            ws = ws[:i]
+            break
+    while ws and (ws[-1].isdigit() or re.fullmatch(r"[ivx]+", ws[-1])):
+        ws = ws[:-1]
+    return bool(ws) and ws[-1] in _EVENT_HEADS
 
 
 def coreferable(qa: QA, topics: list[str]) -> int | None:

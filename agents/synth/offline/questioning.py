@@ -17,8 +17,9 @@ that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standal
 question) and questions whose answer span an earlier answer already gave.
 Follow-ups go through the discourse forms (:func:`~agents.synth.offline.discourse.render`);
 one asked inside the segment's context that no form applies to refers to the context with a
-pronoun ("How do I delete a bucket in it?") or leaves it implicit, by the shares; the standalone
-form names it ("... in IBM Cloud Object Storage?").
+pronoun where people would (:func:`_context_pronoun`: "How do I delete a bucket in it?" for a task in a
+product, "What did the army capture during it?" for an event or a period) or leaves it implicit, by the
+shares; the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
 The ``attempt``-th best is asked (a rejected attempt moves to the next).
 
 Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
@@ -41,7 +42,7 @@ from agents.synth.offline import compare
 from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
-                                            history_mentions, main_name, mentions_history, render, segment_topics, title_name,
+                                            history_mentions, is_event, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, parse
@@ -190,9 +191,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         request = _request(qa, ctx, earlier) if _unit("request", qa.question, len(earlier)) < shares.request else None
         if request:
             return request[0], request[1], True
-        if shares.ellipsis <= u < shares.ellipsis + shares.pronoun and _may_add_it(qa.question) and \
-                well_formed(with_context(qa.question, "it"), followup=True) is None:
-            asked = with_context(qa.question, "it")
+        pro = _context_pronoun(qa.question, ctx) if shares.ellipsis <= u < shares.ellipsis + shares.pronoun else None
+        if pro and well_formed(pro, followup=True) is None:
+            asked = pro
         elif u < talk:
             asked = qa.question
         else:
@@ -257,6 +258,25 @@ def _may_add_it(question: str) -> bool:
     if _defines_a_name(question):
         return False        # "What is the Columbia River in it?": a named thing is not defined "in it"
     return len(ws) <= 10 and not {"in", "for", "it", "its", "they", "their", "them", "he", "his", "she", "her"} & set(ws)
+
+
+_PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would|could) (?:i|we|you)|(?:can|do|should|may|could) (?:i|we)|"
+                        r"what happens (?:when|if)|where (?:do|can) (?:i|we)|how to)\b", re.IGNORECASE)
+
+
+def _context_pronoun(question: str, ctx: str) -> str | None:
+    """``question`` with the context ``ctx`` it leaves implicit referred to by a pronoun, where that reads
+    as people say it: "during it" for an event or a period ("How many Congress leaders did the government
+    arrest during it?"), "in it" for a task done in a product or place ("How do I publish my bot in it?");
+    None otherwise ("What did the production star in it?", "Who watched the retrospective episode in it?"
+    read wrong: those are asked with the context left implicit)."""
+    if not _may_add_it(question):
+        return None
+    if is_event(ctx) and not re.search(r"\bduring\b", question, re.IGNORECASE):
+        return finish(f"{question.rstrip('?')} during it")
+    if _PROCEDURE.match(question):
+        return with_context(question, "it")
+    return None
 
 
 def _defines_a_name(question: str) -> bool:
