@@ -502,10 +502,10 @@ def test_an_event_context_is_asked_during_and_in_it_only_for_a_task_in_a_product
     from agents.synth.offline.discourse import is_event, with_context
     from agents.synth.offline.questioning import _context_pronoun
     for p in ("World War II", "the Quit India Movement", "the Qing dynasty", "British rule", "the Battle of Gettysburg",
-              "Operation Barbarossa", "the Fall of the Western Roman Empire"):
+              "Operation Barbarossa", "the Fall of the Western Roman Empire", "Mughal rule", "the Partition of India"):
         assert is_event(p), p
     for p in ("the Soviet Union in World War II", "the history of India", "Mars", "IBM Cloud", "Friends",
-              "Fall Out Boy", "egg donation", "Warsaw"):
+              "Fall Out Boy", "egg donation", "Warsaw", "the firewall rule", "an access rule", "the disk partition"):
         assert not is_event(p), p
     assert with_context("How many leaders did the government arrest?", "the Quit India Movement") == \
         "How many leaders did the government arrest during the Quit India Movement?"

@@ -162,10 +162,12 @@ def with_context(question: str, focus_np: str) -> str:
 
 # heads of phrases that name an event or a period: things that happen "during", not places one is "in"
 _EVENT_HEADS = frozenset("""war wars invasion invasions battle battles campaign campaigns revolution rebellion uprising
-movement crisis era period age reign rule restoration occupation outbreak epidemic pandemic election elections olympics
+movement crisis era period age reign restoration occupation outbreak epidemic pandemic election elections olympics
 championship championships tournament festival ceremony conference summit expedition depression recession massacre siege
-offensive operation genocide holocaust partition famine strike protests riots coup purge renaissance reformation
-enlightenment raj dynasty colonization independence""".split())
+offensive operation genocide holocaust famine strike protests riots coup purge renaissance reformation
+enlightenment raj dynasty colonization""".split())
+# "rule" is a period only after a people's name ("British rule", "Mughal rule"), not "the firewall rule"
+_NAMED_EVENT_HEADS = frozenset({"rule"})
 _EVENT_OF = re.compile(r"^(?:the )?(?:(?:battle|siege|invasion|occupation|partition|sack|fall|war|reign|colonization) of|"
                        r"operation) ", re.IGNORECASE)
 
@@ -173,18 +175,24 @@ _EVENT_OF = re.compile(r"^(?:the )?(?:(?:battle|siege|invasion|occupation|partit
 def is_event(phrase: str) -> bool:
     """``phrase`` names an event or a period: its head (the last word before any ``of``/``in`` phrase, a
     trailing numeral skipped) is one of ``_EVENT_HEADS`` ("World War II", "the Quit India Movement", "the Qing
-    dynasty", "British rule"), or it opens with one ("the Battle of Gettysburg", "Operation Barbarossa");
-    not "the Soviet Union in World War II" (a country) nor "the history of India"."""
+    dynasty"), or "rule" after a people's name ("British rule"), or it opens with one ("the Battle of Gettysburg",
+    "Operation Barbarossa"); not "the Soviet Union in World War II" (a country), "the history of India" nor "the
+    firewall rule"."""
     if _EVENT_OF.match(phrase.strip()):
         return True
-    ws = re.findall(r"[^\W_]+", phrase.lower())
-    for i, w in enumerate(ws):
-        if w in ("of", "in", "for", "on", "at", "from"):
-            ws = ws[:i]
+    raw = re.findall(r"[^\W_]+", phrase)
+    for i, w in enumerate(raw):
+        if w.lower() in ("of", "in", "for", "on", "at", "from"):
+            raw = raw[:i]
             break
-    while ws and (ws[-1].isdigit() or re.fullmatch(r"[ivx]+", ws[-1])):
-        ws = ws[:-1]
-    return bool(ws) and ws[-1] in _EVENT_HEADS
+    while raw and (raw[-1].isdigit() or re.fullmatch(r"[ivxIVX]+", raw[-1])):
+        raw = raw[:-1]
+    if not raw:
+        return False
+    head = raw[-1].lower()
+    if head in _NAMED_EVENT_HEADS:
+        return len(raw) >= 2 and raw[-2][:1].isupper() and raw[-2].lower() != "the"
+    return head in _EVENT_HEADS
 
 
 def coreferable(qa: QA, topics: list[str]) -> int | None:
