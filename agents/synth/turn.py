@@ -167,14 +167,20 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
     """Up to ``k`` passages of *other* pages that name the page of the previous gold (``focus[0]``) in their text,
     taken in the order of ``hits`` (the corpus search for that name): what a reader turns to next without leaving
     the subject (from "Berlin Wall" to a passage of "History of Germany" about the wall). A passage already gold
-    in the conversation, or already a focus passage, is not taken; none when the page has no title."""
+    in the conversation, or already a focus passage, is not taken; none when the page has no title. A one-word
+    name that is a name, not a common noun, is matched with its capital ("Friends" the series, not "friends")."""
     ref = corpus[focus[0]]
     name = page_name(ref.get("title") or "")
     if len(name) < 3 or k <= 0:
         return []
     used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
     key = page_key(ref)
-    pat = re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, name.split())) + r"(?![\w-])", re.IGNORECASE)
+    # a one-word name is matched as the title writes it ("Friends", not "friends") unless the page's own
+    # passage writes it in lower case (a common noun: "Virus" / "a virus")
+    one = len(name.split()) == 1
+    common = one and re.search(r"(?<![\w-])" + re.escape(name.lower()) + r"(?![\w-])", ref["text"]) is not None
+    pat = re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, name.split())) + r"(?![\w-])",
+                     re.IGNORECASE if not one or common else 0)
     out: list[str] = []
     for d in hits:
         doc = corpus.get(d)

@@ -156,5 +156,13 @@ def test_a_follow_up_is_shown_a_passage_of_another_page_that_names_the_page_it_i
     off = SimpleNamespace(corpus=REL_CORPUS, cfg=SynthConfig(shown_passages=4, focus_passages=2, focus_related=0),
                           pages={}, views={}, related={}, search=search)
     assert "h1" not in asyncio.run(select(off, st))["shown"]
+    # a one-word name is matched with its capital, unless its own page writes it as a common noun
+    words = {"f1": {"title": "Friends", "text": "Friends is an American sitcom. Friends aired on NBC."},
+             "f2": {"title": "Loneliness", "text": "People with few friends may feel lonely."},
+             "f3": {"title": "Jennifer Aniston", "text": "Aniston starred in Friends for ten seasons."},
+             "v1": {"title": "Virus", "text": "A virus replicates only inside the living cells of an organism."},
+             "v2": {"title": "Vaccine", "text": "A vaccine trains the immune system against a virus."}}
+    assert related_passages(words, st, ["f1"], ["f2", "f3"], 2) == ["f3"]
+    assert related_passages(words, st, ["v1"], ["v2"], 1) == ["v2"]
     first = asyncio.run(select(ctx, _state(1)))["shown"]      # the first turn has no page to relate to
     assert set(first) <= set(POOL)
