@@ -41,6 +41,12 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in sw and len(w) > 2 and not w.isdigit()]
 
 
+def phrase_pattern(words_: list[str], flags: int = re.IGNORECASE) -> re.Pattern:
+    """A regex for the phrase ``words_`` written as whole words with any spacing or punctuation between them
+    ("Berlin Wall" matches "the Berlin  Wall", not "Berlin Walls" nor "East-Berlin Wall")."""
+    return re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, words_)) + r"(?![\w-])", flags)
+
+
 def overlap(a: str, b: str) -> float:
     """Share of a's content words that occur in b."""
     wa = set(content_words(a))

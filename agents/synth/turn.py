@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
-from agents.synth.text import content_words, jaccard, words
+from agents.synth.text import content_words, jaccard, phrase_pattern, words
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
@@ -153,9 +153,7 @@ async def _related_hits(ctx: GraphContext, name: str) -> list[str]:
     if len(name) < 3:
         return []
     from agents.synth.uniqueness import search
-    cache = getattr(ctx, "related", None)
-    if cache is None:
-        return await search(ctx, name, RELATED_DEPTH)
+    cache = ctx.related
     if name not in cache:
         if len(cache) > _RELATED_CACHE_MAX:
             cache.clear()
@@ -179,8 +177,7 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
     # passage writes it in lower case (a common noun: "Virus" / "a virus")
     one = len(name.split()) == 1
     common = one and re.search(r"(?<![\w-])" + re.escape(name.lower()) + r"(?![\w-])", ref["text"]) is not None
-    pat = re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, name.split())) + r"(?![\w-])",
-                     re.IGNORECASE if not one or common else 0)
+    pat = phrase_pattern(name.split(), re.IGNORECASE if not one or common else 0)
     out: list[str] = []
     for d in hits:
         doc = corpus.get(d)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import QA, finish, well_formed
+from agents.synth.text import phrase_pattern
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
 OBJ = {"SING": "it", "PLUR": "them", "PERSON": "him"}
@@ -153,11 +154,14 @@ def with_context(question: str, focus_np: str) -> str:
     Cloudant?"), ``for <focus>`` when the question already has an ``in`` phrase, ``during <focus>``
     when the focus is an event or a period (:func:`is_event`: "How many leaders did the government arrest
     during the Quit India Movement?")."""
-    if is_event(focus_np) and not re.search(r"\bduring\b", question):
-        prep = "during"
-    else:
-        prep = "for" if re.search(r"\bin\b", question) else "in"
-    return finish(f"{question.rstrip('?')} {prep} {focus_np}")
+    return finish(f"{question.rstrip('?')} {context_preposition(question, focus_np)} {focus_np}")
+
+
+def context_preposition(question: str, focus_np: str) -> str:
+    """The preposition that adds ``focus_np`` to ``question`` (:func:`with_context`)."""
+    if is_event(focus_np) and not re.search(r"\bduring\b", question, re.IGNORECASE):
+        return "during"
+    return "for" if re.search(r"\bin\b", question) else "in"
 
 
 # heads of phrases that name an event or a period: things that happen "during", not places one is "in"
@@ -561,8 +565,7 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
         kw = k.split()
         if 2 * sum(w in qw for w in kw) >= len(kw):
             continue          # the question already names it (half of its words or more)
-        ms = list(re.finditer(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, kw)) + r"(?![\w-])", text,
-                              re.IGNORECASE))
+        ms = list(phrase_pattern(kw).finditer(text))
         if not ms:
             continue
         # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")

@@ -41,8 +41,8 @@ from functools import lru_cache
 from agents.synth.offline import compare
 from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
-from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, coreferable,
-                                            history_mentions, is_event, main_name, mentions_history, render, segment_topics, title_name,
+from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
+                                            coreferable, history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, parse
@@ -272,7 +272,7 @@ def _context_pronoun(question: str, ctx: str) -> str | None:
     read wrong: those are asked with the context left implicit)."""
     if not _may_add_it(question):
         return None
-    if is_event(ctx) and not re.search(r"\bduring\b", question, re.IGNORECASE):
+    if context_preposition(question, ctx) == "during":
         return finish(f"{question.rstrip('?')} during it")
     if _PROCEDURE.match(question):
         return with_context(question, "it")
