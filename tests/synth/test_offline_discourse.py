@@ -153,6 +153,28 @@ def test_context_phrase_keeps_the_passage_article():
                           context_candidates(seg)) == "the Byzantine Empire"
 
 
+def test_context_phrase_takes_the_article_only_where_the_name_stands_alone():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    seg = [{"standalone_question": "What is IBM Cloudant?", "answer": "A database service.", "title": "",
+            "gold_text": ""}]
+    text = "Open the IBM Cloudant Dashboard to see the IBM Cloudant service. IBM Cloudant stores JSON documents."
+    assert context_phrase("How much does storage cost?", {"text": text}, context_candidates(seg)) == "IBM Cloudant"
+    seg = [{"standalone_question": "What was the Byzantine Empire?", "answer": "An empire.", "title": "",
+            "gold_text": ""}]
+    text = "Trade grew while the Byzantine Empire collapsed. Its bureaucracy had power."
+    assert context_phrase("What did the bureaucracy have?", {"text": text}, context_candidates(seg)) == \
+        "the Byzantine Empire"
+
+
+def test_people_named_by_their_role_are_no_context():
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "Who maintains the benchmark results?", "standalone_question": "Who maintains the benchmark results?",
+            "answer": "IBM engineers. IBM engineers maintain the CIS Kubernetes Benchmark for each version.",
+            "title": "", "gold_text": ""}]
+    cands = context_candidates(seg)
+    assert "ibm engineers" not in cands and "cis kubernetes benchmark" in cands
+
+
 def test_context_phrase_prefers_the_text_wording_to_the_title():
     from agents.synth.offline.discourse import context_candidates, context_phrase
     seg = [{"standalone_question": "When did the Byzantine Empire survive?", "answer": "x",
@@ -329,6 +351,12 @@ def test_a_quantified_phrase_has_no_possessive_form():
                  sentence="", template="Did {T} rank within the top ten", topic="all ten seasons of Friends",
                  topic_kind="PLUR")
     assert "their all" not in render(seasons, seg, SHARES, 0.2)[0]
+    seg = [{"question": "What are absentee ballots?", "standalone_question": "What are absentee ballots?",
+            "answer": "Ballots cast by mail."}]
+    source = QA(question="Is a significant source of absentee ballots the military?", qtype="yesno", answer="Yes",
+                sentence="", template="Is {T} the military", topic="a significant source of absentee ballots")
+    asked = render(source, seg, SHARES, 0.2)[0]
+    assert "their a" not in asked and "its a" not in asked       # an indefinite head has no possessive form
 
 
 def test_refer_back_leaves_a_quantified_phrase():

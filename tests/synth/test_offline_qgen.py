@@ -346,3 +346,24 @@ def test_past_of_prefixed_irregular_verbs():
     from agents.synth.offline.qgen import _verb_past
     assert [_verb_past(v) for v in ("undertake", "rebuild", "withdraw", "overcome", "relay", "create")] == \
         ["undertook", "rebuilt", "withdrew", "overcame", "relayed", "created"]
+
+
+def test_a_subject_is_singular_or_plural_as_its_verb_agrees():
+    from agents.synth.offline.qgen import passage_questions
+    kube = [qa for qa in passage_questions(
+        "IBM Cloud Kubernetes Service is a managed service. Kubernetes manages containers across a cluster of machines.")
+            if qa.topic == "Kubernetes"]
+    assert kube and all(qa.topic_kind == "SING" for qa in kube)      # the tagger reads a plural noun; "manages"
+    panthers = [qa for qa in passage_questions("The Panthers were founded in 1993 in Charlotte.")
+                if qa.topic == "the Panthers"]
+    assert panthers and all(qa.topic_kind == "PLUR" for qa in panthers)
+
+
+def test_an_of_phrase_stays_with_its_head_and_a_measure_needs_it():
+    from agents.synth.offline.qgen import passage_questions
+    qs = [qa.question for qa in passage_questions(
+        "Usage charges come from the use of the resources and services that are provisioned in the account.")]
+    assert any("the use of the resources" in q for q in qs) and not any(q.endswith("the use?") for q in qs)
+    qs = [qa.question for qa in passage_questions(
+        "Guinea pigs are rodents. They live an average of four to five years in captivity.")]
+    assert not any(q.startswith("What do") and "live" in q for q in qs)     # no "What do guinea pigs live?"

@@ -220,6 +220,7 @@ def _common_noun(word: str) -> bool:
 
 
 _QUANTIFIERS = {"all", "both", "half", "each", "every", "most", "many", "some", "several", "few", "any"}
+_DETERMINERS = {"a", "an", "another", "this", "that", "these", "those", "such", "no", "one", "other"}
 
 
 def _pronoun_form(qa: QA) -> str | None:
@@ -227,8 +228,8 @@ def _pronoun_form(qa: QA) -> str | None:
     m = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic, re.IGNORECASE)
     if m:   # "the demolition of the Berlin Wall" -> "its demolition"
         head = m.group(1)
-        if head.split()[0].lower() in _QUANTIFIERS:
-            return None       # "all ten seasons of Friends": no "their all ten seasons"
+        if head.split()[0].lower() in _QUANTIFIERS | _DETERMINERS:
+            return None       # "all ten seasons of Friends": no "their all ten seasons"; "a source of X": no "their a source"
         if head[:1].isupper():
             # "Flag of France" -> "its flag"; a name ("Federal Republic of Germany") has no possessive form
             if len(head.split()) > 1 or head.isupper() or not _common_noun(head):
@@ -523,7 +524,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
         # name) must be in the user's questions: "Integer", "Lite" in a manual page are no context
         heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
         if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH | _DEICTIC \
-                and k.split()[-1] not in _UI_HEADS \
+                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
                 and 2 * sum(w in heard for w in content) >= len(content):
             # (a person is never the context: "... in Gandhi?"; and the context is what the
@@ -538,6 +539,16 @@ def context_candidates(segment: list[dict]) -> list[str]:
 _UI_HEADS = {"icon", "button", "tab", "menu", "field", "fields", "column", "link", "window", "pane", "panel", "page",
              "section", "file", "files", "format", "message", "results", "option", "options", "setting", "settings",
              "feature", "id", "checkbox", "dialog", "screen"}   # "the Actions icon", "JSON format": where, not what
+
+# people named by their role ("IBM engineers", "Enterprise Manager administrators"): who, never what a question is in
+_PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "admin", "admins", "user", "users",
+                 "developer", "developers", "customer", "customers", "people", "person", "persons", "member", "members",
+                 "operator", "operators", "owner", "owners", "analyst", "analysts", "researcher", "researchers",
+                 "student", "students", "player", "players", "employee", "employees", "worker", "workers", "client",
+                 "clients", "scientist", "scientists", "official", "officials", "leader", "leaders", "soldier",
+                 "soldiers", "citizen", "citizens", "residents", "resident", "children", "child", "women", "men",
+                 "author", "authors", "writer", "writers", "critics", "critic", "fans", "viewers", "annotators",
+                 "annotator", "subscribers", "subscriber", "partners", "vendors", "consumers", "patients", "doctors"}
 
 _DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
             "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
@@ -584,13 +595,35 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue          # only its first word capitalised, at a sentence start: "Some people" is no name
         if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
             # the article the passage writes before it ("the Byzantine Empire")
-            return ("the " + found) if text[max(0, m.start() - 4):m.start()].lower() == "the " else found
+            return ("the " + found) if _with_article(ms, text) else found
         if page and len(kw) == 1:
             if _names_something(name, text):
                 return name                      # a name the sentences capitalise ("Friends", not "the friends")
             if inside is not None and found.islower():
                 return "the " + found            # the page's common noun, as its sentences write it ("the cashew")
     return ""
+
+
+_AFTER_NAME = frozenset("""is are was were has have had does do did can could will would may might must should
+and or but of in on at to for from with by as that which who whose when where while after before during since
+until than into onto over under about against between through the a an its their his her this these those it
+they he she there not also then""".split())
+
+
+def _with_article(matches: list, text: str) -> bool:
+    """The name of ``matches`` (its occurrences in ``text``) is written "the <name>" as a phrase of its own
+    ("the Byzantine Empire was ..."): some occurrence has "the" before it and a sentence mark or a function word
+    (or a past tense) after it. "the IBM Cloudant Dashboard", "the IBM Cloudant service" are other things: there the article
+    belongs to the longer phrase, and the name alone is "IBM Cloudant"."""
+    for m in matches:
+        if text[max(0, m.start() - 4):m.start()].lower() != "the ":
+            continue
+        nxt = re.match(r"\s*([^\W_]+|\S)?", text[m.end():])
+        word = nxt.group(1) if nxt else None
+        if word is None or not word[:1].isalnum() or word.lower() in _AFTER_NAME \
+                or (word.islower() and word.endswith("ed")):          # "the Byzantine Empire collapsed"
+            return True
+    return False
 
 
 def title_name(title: str) -> str:

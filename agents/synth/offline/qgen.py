@@ -257,7 +257,7 @@ _COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "r
 _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "minority", "part", "group", "set",
              "range", "variety", "kind", "type", "sort", "member", "members", "half", "rest", "total", "share",
              "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
-             "example", "examples", "instance", "instances"}     # "many examples (of the arcus quadrifrons)"
+             "example", "examples", "instance", "instances", "average", "maximum", "minimum"}     # "many examples (of the arcus quadrifrons)"
 
 
 def _needs_of(head) -> bool:
@@ -265,10 +265,11 @@ def _needs_of(head) -> bool:
 
 
 def _of_core(prep, head) -> set:
-    """For a head that needs its "of" phrase (:data:`_OF_HEADS`): "of" and the core of its object
-    (determiner, compounds, adjectives, head: "of epidemics" from "of epidemics, which ..."), when
-    they follow the head directly; empty otherwise."""
-    if prep.lower_ != "of" or head.lower_ not in _OF_HEADS:
+    """"of" and the core of the object of a head's "of" phrase (determiner, compounds, adjectives, head: "of
+    epidemics" from "of epidemics, which ..."; "the use of the resources" from "the use of the resources and
+    services that ..."), when they follow the head directly; empty otherwise. A head's "of" phrase is its
+    argument: without it "the use", "a series" say nothing."""
+    if prep.lower_ != "of":
         return set()
     pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
     if pobj is None:
@@ -320,7 +321,12 @@ def _ent_of(tok) -> str:
 def _kind(head) -> str:
     if head.ent_type_ == "PERSON":
         return "PERSON"
-    if head.tag_ in ("NNS", "NNPS") or any(c.dep_ == "conj" for c in head.children):
+    if any(c.dep_ == "conj" for c in head.children):
+        return "PLUR"
+    agree = _agreement(head)
+    if agree is not None:
+        return agree       # the sentence's own verb says it: "Kubernetes provides ..." is one thing (it)
+    if head.tag_ in ("NNS", "NNPS"):
         return "PLUR"
     t = head.text
     if head.tag_ == "NNP" and len(t) > 3 and t[:1].isupper() and t[1:].islower() and t.endswith("s") \
@@ -328,6 +334,24 @@ def _kind(head) -> str:
             and re.search(rf"\b{re.escape(t.lower())}\b", head.doc.text):
         return "PLUR"       # a capitalised plural the text also writes in lower case ("The Developers ...": they)
     return "SING"
+
+
+def _agreement(head) -> str | None:
+    """SING / PLUR as the finite verb of the clause ``head`` is the subject of agrees with it ("Kubernetes
+    provides": SING although the tagger reads a plural noun; "The Panthers are": PLUR); None when ``head`` is
+    no subject or its verb shows no number (a past tense, a modal)."""
+    if head.dep_ not in ("nsubj", "nsubjpass"):
+        return None
+    verb = head.head
+    finite = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i > head.i] or [verb]
+    tag = finite[0].tag_
+    if tag == "VBZ":
+        return "SING"
+    if tag == "VBP":
+        return "PLUR"
+    if finite[0].lower_ in ("was", "were"):
+        return "SING" if finite[0].lower_ == "was" else "PLUR"
+    return None
 
 
 _PREFIXES = ("under", "over", "with", "out", "fore", "mis", "re", "up", "be")    # "undertake" -> "undertook"
