@@ -374,6 +374,12 @@ def test_a_numeral_or_acronym_is_no_short_form():
     rj = QA(question="What did Romeo and Juliet have?", qtype="what", answer="", sentence="",
             template="What did {T} have", topic="Romeo and Juliet")
     assert _short_form(rj) is None                                        # not "What did Juliet have?"
+    nc = QA(question="Is North Carolina protected by the mountains?", qtype="yesno", answer="Yes", sentence="",
+            template="Is {T} protected by the mountains", topic="North Carolina")
+    assert _short_form(nc) is None                                        # not "Is Carolina protected ...?"
+    mq = QA(question="Does IBM MQ deliver messages?", qtype="yesno", answer="Yes", sentence="",
+            template="Does {T} deliver messages", topic="IBM MQ")
+    assert _short_form(mq) == "Does MQ deliver messages"
 
 
 def test_refer_back_matches_the_plural_of_a_mentioned_phrase():
@@ -545,3 +551,49 @@ def test_an_event_context_is_asked_during_and_in_it_only_for_a_task_in_a_product
     assert _context_pronoun("What did the production star?", "Romeo and Juliet") is None
     assert _context_pronoun("Who watched the retrospective episode?", "Friends") is None
     assert _context_pronoun("What happened during the siege?", "World War II") is None       # has a during already
+
+
+def test_a_name_the_conversation_gave_is_left_out_of_the_phrase_it_modifies():
+    from agents.synth.offline.discourse import elide_given
+    given = ["jewish wedding", "ibm cloud", "hudson", "cashew"]
+    assert elide_given("How many stages does the Jewish wedding process have?", given) == \
+        "How many stages does the process have?"
+    assert elide_given("Does a traditional Jewish wedding ceremony take place under a canopy?", given) == \
+        "Does the traditional ceremony take place under a canopy?"
+    assert elide_given("How do I open the IBM Cloud console?", given) == "How do I open the console?"
+    assert elide_given("What did the Jewish wedding's rituals include?", given) is None     # a possessive
+    assert elide_given("What is the Jewish wedding?", given) is None                        # the name is the head
+    assert elide_given("Is the top end of the cashew apple attached?", given) is None       # one common word
+    assert elide_given("What has the Hudson River region seen?", given) is None              # inside a longer name
+    assert elide_given("What did the Jewish wedding people do?", given) is None              # "the people" says nothing
+    assert elide_given("How many stages does the Jewish wedding process have?", []) is None
+
+
+def test_an_elided_follow_up_keeps_the_name_in_its_standalone_form():
+    from agents.synth.offline.discourse import context_candidates, segment_topics
+    from agents.synth.offline.questioning import _follow_up
+    p = [{"doc_id": "w2", "title": "Jewish wedding", "text": "The bride wears a veil under the Jewish wedding canopy."}]
+    seg = [{"question": "What is a Jewish wedding?", "standalone_question": "What is a Jewish wedding?",
+            "answer": "A Jewish wedding is a wedding ceremony that follows Jewish laws and traditions.",
+            "title": "Jewish wedding", "gold_text": "A Jewish wedding is a wedding ceremony that follows Jewish laws."}]
+    qa = QA(question="What does the bride wear under the Jewish wedding canopy?", qtype="what", answer="A veil",
+            sentence="", template="What does {T} wear under the Jewish wedding canopy", topic="the bride")
+    shares = DiscourseShares(pronoun=0.45, short=0.45, ellipsis=0.09)      # asked in full 1% of the time
+    asked, standalone, leans = _follow_up(qa, 0, p, seg, segment_topics(seg), context_candidates(seg), shares,
+                                          ["What is a Jewish wedding?"])
+    assert (asked, standalone, leans) == ("What does the bride wear under the canopy?",
+                                          "What does the bride wear under the Jewish wedding canopy?", True)
+
+
+def test_an_opening_question_names_what_it_is_about(monkeypatch):
+    import agents.synth.offline.questioning as questioning
+    wall = {"doc_id": "g1", "title": "Great Wall of China", "text": "The Great Wall of China is a series of "
+            "fortifications. The gates were opened in 1644 by the commanding general. The Great Wall of China was "
+            "built to protect the states against raids."}
+    names = questioning.subject_names(wall)
+    assert questioning.names_subject("Why was the Great Wall of China built?", names)
+    assert not questioning.names_subject("When were the gates opened?", names)
+    opener = questioning.ask({"passages": [wall], "segment": [], "used_gold": []})[1]
+    assert questioning.names_subject(opener, names), opener
+    monkeypatch.setattr(questioning, "OPENER_NAMES_BONUS", 0.0)
+    assert not questioning.names_subject(questioning.ask({"passages": [wall], "segment": [], "used_gold": []})[1], names)

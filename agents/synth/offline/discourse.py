@@ -258,6 +258,12 @@ def _pronoun_form(qa: QA) -> str | None:
     return tmpl.replace("{T}", pron)
 
 
+# first words that make a name another thing than its last word ("North Carolina" is not "Carolina")
+_PLACE_QUALIFIERS = {"north", "south", "east", "west", "northern", "southern", "eastern", "western", "central", "new",
+                     "old", "upper", "lower", "great", "greater", "little", "high", "low", "mount", "lake", "cape",
+                     "port", "fort", "saint", "st", "san", "santa", "los", "las", "el", "la", "le"}
+
+
 def _short_form(qa: QA, said: str = "") -> str | None:
     """A shorter description of the topic: a person's surname, ``the <head noun>`` ("the Berlin Wall"
     -> "the wall"), or the name's last word ("IBM MQ" -> "MQ"). A capitalised head is a common noun only
@@ -276,8 +282,9 @@ def _short_form(qa: QA, said: str = "") -> str | None:
             if head[:1].isupper() and not re.search(rf"\b{re.escape(head.lower())}s?\b", f"{said} {qa.sentence}"):
                 return None   # a name's word nobody writes in lower case ("Cloudant"): no "the cloudant"
             short = f"the {head.lower()}"
-        elif head[:1].isupper() and not words[0].lower() in ("the", "a", "an"):
-            short = head
+        elif head[:1].isupper() and not words[0].lower() in ("the", "a", "an") \
+                and words[0].lower() not in _PLACE_QUALIFIERS:
+            short = head          # "IBM MQ" -> "MQ"; not "North Carolina" -> "Carolina" (another place)
         else:
             return None
     if norm_np(short) == norm_np(qa.topic):
@@ -483,6 +490,46 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         if not says_something(text) or well_formed(text, followup=True) is not None:
             return None
         return text
+    return None
+
+
+def elide_given(question: str, phrases: list[str]) -> str | None:
+    """``question`` with a name the conversation already gave left out of a noun phrase it modifies, the
+    definite description people use once the subject is known: "How many stages does the Jewish wedding
+    process have?" -> "How many stages does the process have?", "Does a traditional Jewish wedding ceremony
+    take place under a chuppah?" -> "Does the traditional ceremony take place ...?" (``phrases``: normalised
+    phrases the segment established, :func:`segment_topics` and :func:`context_candidates`). The name must
+    stand right before the phrase's common-noun head and be a name (a capital) or two words or more; the head
+    must say something alone (not "the thing"). None when no phrase applies or the result is not well formed.
+    The standalone question keeps the name: the rewrite adds back what the question leaves out."""
+    if not phrases:
+        return None
+    doc = parse(question)
+    for c in doc.noun_chunks:
+        root = c.root
+        if root.pos_ != "NOUN" or root.lower_ in _GENERIC | _NOT_NP | {"people", "person", "persons"} or c.start == 0 \
+                or root.i != c.end - 1:
+            continue
+        pre = [t for t in c if t.i < root.i and t.dep_ != "det"]
+        for ph in phrases:
+            pw = ph.split()
+            n = len(pw)
+            if not pre or n > len(pre):
+                continue
+            run = pre[-n:]                # the name stands right before the head
+            if [t.lower_ for t in run] != pw or run[-1].i != root.i - 1 or any(t.tag_ == "POS" for t in run):
+                continue
+            if not (n >= 2 or run[0].text[:1].isupper()) or any(t.pos_ in ("NUM", "PRON") for t in run):
+                continue
+            kept = [t.text for t in c if t.i < root.i and t.dep_ != "det" and t not in run] + [root.text]
+            if kept[0].lower() in _QUANTIFIERS or not any(w.isalpha() for w in kept):
+                continue
+            det = c[0].lower_ if c[0].dep_ == "det" else ""
+            if det and det not in ("the", "a", "an"):
+                continue                  # "this Jewish wedding process", "every ...": left as it is
+            text = finish(f"{question[:c.start_char]}the {' '.join(kept)}{question[c.end_char:]}".strip())
+            if says_something(text) and well_formed(text, followup=True) is None:
+                return text
     return None
 
 

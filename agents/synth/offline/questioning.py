@@ -42,7 +42,7 @@ from agents.synth.offline import compare
 from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
-                                            coreferable, history_mentions, main_name, mentions_history, render, segment_topics, title_name,
+                                            coreferable, elide_given, history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, parse
@@ -109,6 +109,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     # configured share (seeded like the forms); a conversation opens with a wh-question
     yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
     scored = []
+    subjects = [] if segment else [subject_names(p) for p in passages]
     for i, p in enumerate(passages):
         # the previous turn's passage or another passage of its page/article: a follow-up that stays there
         # keeps the conversation's subject (people ask several questions of one page)
@@ -128,8 +129,11 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                         s += 1.5                     # names something the segment mentioned
                     if context_phrase(qa.question, p, contexts):
                         s += 1.2                     # asked inside the segment's context
-            elif qa.template:
-                s += 0.3                         # an opening question with a topic to come back to
+            else:
+                if qa.template:
+                    s += 0.3                     # an opening question with a topic to come back to
+                if names_subject(qa.question, subjects[i]):
+                    s += OPENER_NAMES_BONUS      # an opening question says what it is about
             if rare is not None:
                 s -= rare(qa.question)               # words the asker would not have
             n = len(qa.question.split())
@@ -165,6 +169,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     return i + 1, asked, standalone, others
 
 
+OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
 EXPLICIT_PENALTY = 1.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
@@ -198,6 +203,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
             asked = qa.question
         else:
             asked = standalone
+    if asked == standalone and u < talk:
+        # asked in full: a name the conversation gave, left out of the phrase it modifies ("the process")
+        asked = elide_given(standalone, topics + [c for c in contexts if c not in topics]) or asked
     return asked, standalone, asked != standalone or u >= talk
 
 
@@ -249,6 +257,28 @@ def _rare_cost(x: dict):
     def cost(question: str) -> float:
         return weight * sum(max(0.0, rare.get(w, 0.0) - RARE_IDF) for w in set(words(question)) if w not in said)
     return cost
+
+
+def subject_names(passage: dict) -> list[list[str]]:
+    """What the passage is about, as the content words of each name: its page title as a thing to ask about
+    (:func:`~agents.synth.offline.discourse.title_name`: "Great Wall of China", "the cherry blossom") and its most
+    frequent name (:func:`~agents.synth.offline.discourse.main_name`: "IBM Cloudant")."""
+    from common.text import synthesis_stopwords
+    sw = synthesis_stopwords()
+    out = []
+    for name in (title_name(passage.get("title") or ""), main_name(passage["text"])):
+        ws = [w for w in words(name) if len(w) >= 3 and w not in sw]
+        if ws and ws not in out:
+            out.append(ws)
+    return out
+
+
+def names_subject(question: str, names: list[list[str]]) -> bool:
+    """The question names (at least half the content words of) one of ``names`` (:func:`subject_names`):
+    people open a conversation with a question that says what it is about ("When was the Great Wall of China
+    built?"), not with "When were the gates opened?"; the follow-ups can then leave it implicit."""
+    qw = set(words(question))
+    return any(2 * sum(w in qw for w in ws) >= len(ws) for ws in names)
 
 
 def _may_add_it(question: str) -> bool:
