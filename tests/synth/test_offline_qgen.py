@@ -367,3 +367,10 @@ def test_an_of_phrase_stays_with_its_head_and_a_measure_needs_it():
     qs = [qa.question for qa in passage_questions(
         "Guinea pigs are rodents. They live an average of four to five years in captivity.")]
     assert not any(q.startswith("What do") and "live" in q for q in qs)     # no "What do guinea pigs live?"
+
+
+def test_an_instruction_misparsed_with_a_subject_gives_no_question():
+    from agents.synth.offline.qgen import passage_questions
+    qs = [qa.question for qa in passage_questions(
+        "You can enable the dialog feature. In the confirmation that displays, click Activate dialog again.")]
+    assert not any("displays" in q for q in qs), qs

@@ -640,6 +640,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         return out
     if clause.subj is None:
         return out
+    if v.tag_ == "VB" and not clause.auxes:
+        return out      # a bare verb with a "subject" is an instruction misparsed: "In the confirmation that displays,
+                        # click Activate dialog" gives no "Do displays click Activate dialog?"
     res = _resolve_subject(clause.subj, antecedents)
     if res is None:
         return out
