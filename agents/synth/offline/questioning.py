@@ -6,13 +6,17 @@ follow-up, of the previous turn's page (its passage again, or the same title);
 for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
 last answer), +1.5 when its passage is about the segment's context although the question does
 not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it names a phrase
-the segment mentioned, so conversations stay on their subject and can refer back to it; a small
+the segment mentioned, so conversations stay on their subject and can refer back to it; for an opening
+question, +0.3 when it has a topic to come back to and ``OPENER_NAMES_BONUS`` when it names its passage's subject
+(:func:`names_subject`: people open with what they ask about, and the follow-ups can then leave it implicit); a small
 preference for early sentences (central content) and 7-12 word questions; on a follow-up, a cost for each word
 that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and that no earlier turn said
 (``rare_weight`` per idf unit above 4: people ask follow-ups in the conversation's words and common ones, so a
 question copied from its passage with the passage's rare words is not one of theirs). The head of the ranking is
 rendered as follow-ups (below); one that could only be asked in full (no pronoun, shorter name, ellipsis or implicit
-context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation. Dropped: questions
+context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation; one asked in full
+leaves out a name the conversation gave where it modifies a phrase (:func:`~agents.synth.offline.discourse.elide_given`:
+"the process" for "the Jewish wedding process"). Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
 question) and questions whose answer span an earlier answer already gave.
 Follow-ups go through the discourse forms (:func:`~agents.synth.offline.discourse.render`);
