@@ -229,7 +229,8 @@ def _pronoun_form(qa: QA) -> str | None:
     if m:   # "the demolition of the Berlin Wall" -> "its demolition"
         head = m.group(1)
         if head.split()[0].lower() in _QUANTIFIERS | _DETERMINERS:
-            return None       # "all ten seasons of Friends": no "their all ten seasons"; "a source of X": no "their a source"
+            return None       # "all ten seasons of Friends": no "their all ten seasons"; "a source of X": no
+                              # "their a source"
         if head[:1].isupper():
             # "Flag of France" -> "its flag"; a name ("Federal Republic of Germany") has no possessive form
             if len(head.split()) > 1 or head.isupper() or not _common_noun(head):
@@ -660,8 +661,8 @@ they he she there not also then""".split())
 def _with_article(matches: list, text: str) -> bool:
     """The name of ``matches`` (its occurrences in ``text``) is written "the <name>" as a phrase of its own
     ("the Byzantine Empire was ..."): some occurrence has "the" before it and a sentence mark or a function word
-    (or a past tense) after it. "the IBM Cloudant Dashboard", "the IBM Cloudant service" are other things: there the article
-    belongs to the longer phrase, and the name alone is "IBM Cloudant"."""
+    (or a past tense) after it. "the IBM Cloudant Dashboard", "the IBM Cloudant service" are other things: there the
+    article belongs to the longer phrase, and the name alone is "IBM Cloudant"."""
     for m in matches:
         if text[max(0, m.start() - 4):m.start()].lower() != "the ":
             continue

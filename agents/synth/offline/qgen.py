@@ -257,7 +257,8 @@ _COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "r
 _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "minority", "part", "group", "set",
              "range", "variety", "kind", "type", "sort", "member", "members", "half", "rest", "total", "share",
              "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
-             "example", "examples", "instance", "instances", "average", "maximum", "minimum"}     # "many examples (of the arcus quadrifrons)"
+             "example", "examples", "instance", "instances",     # "many examples (of the arcus quadrifrons)"
+             "average", "maximum", "minimum"}                    # "an average (of four to five years)"
 
 
 def _needs_of(head) -> bool:
