@@ -374,3 +374,18 @@ def test_an_instruction_misparsed_with_a_subject_gives_no_question():
     qs = [qa.question for qa in passage_questions(
         "You can enable the dialog feature. In the confirmation that displays, click Activate dialog again.")]
     assert not any("displays" in q for q in qs), qs
+
+
+def test_an_agent_named_by_a_peoples_noun_is_asked_with_who():
+    from agents.synth.offline.qgen import passage_questions
+    qs = [qa.question for qa in passage_questions(
+        "The Great Wall of China is long. The gates were opened in 1644 by the commanding general.")]
+    assert "Who opened the gates in 1644?" in qs and not any(q.startswith("What opened") for q in qs), qs
+
+
+def test_a_manuals_your_is_asked_as_the_readers_own():
+    from agents.synth.offline.qgen import passage_questions
+    qas = passage_questions("Web chat security is optional. When you enable security, your assistant takes an "
+                            "additional step to verify that messages originate from the web chat.")
+    assert [qa.question for qa in qas] == ["Does my assistant take an additional step?"]
+    assert qas[0].topic == "my assistant" and "your" not in qas[0].template

@@ -106,7 +106,11 @@ _PEOPLE = {"people", "person", "man", "woman", "king", "queen", "president", "le
            "team", "company", "government", "army", "user", "administrator", "developer", "group", "family",
            "viewer", "fan", "critic", "reader", "scholar", "historian", "soldier", "citizen", "resident", "player",
            "student", "member", "official", "scientist", "researcher", "customer", "voter", "worker", "child",
-           "parent", "doctor", "patient", "engineer", "settler", "immigrant", "audience", "crowd"}
+           "parent", "doctor", "patient", "engineer", "settler", "immigrant", "audience", "crowd", "general",
+           "emperor", "empress", "commander", "officer", "ruler", "governor", "minister", "prince", "princess", "priest",
+           "bishop", "monk", "lord", "duke", "chief", "captain", "pope", "senator", "judge", "artist", "singer", "actor",
+           "actress", "writer", "poet", "composer", "producer", "director", "coach", "owner", "employee", "farmer",
+           "merchant", "colonist", "rebel", "troop", "sailor", "pilot", "explorer", "missionary", "inventor"}
 
 
 def is_people(token) -> bool:

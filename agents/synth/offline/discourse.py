@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import QA, finish, well_formed
@@ -117,6 +118,7 @@ _LABELS = {"lesson", "step", "steps", "table", "figure", "chapter", "section", "
            "task", "tasks", "part", "appendix", "option", "options", "results", "result", "summary", "introduction"}
 
 
+@lru_cache(maxsize=4096)
 def main_name(text: str) -> str:
     """The passage's main name: the proper-noun phrase (2+ letters, at most 5 words) it mentions
     most often, at least twice ("" when none)."""

@@ -848,6 +848,10 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
+            if re.search(r"\b[Yy]our(?:self)?\b", qa.question):
+                # a manual's words to the reader, asked as the reader's own: "Does my assistant take an additional
+                # step?" (not "Does your assistant ...")
+                qa = replace(qa, question=_as_mine(qa.question), template=_as_mine(qa.template), topic=_as_mine(qa.topic))
             if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
                     and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))) \
                     and not points_into_the_passage(qa.question):
