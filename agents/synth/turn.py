@@ -176,7 +176,7 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
     # a one-word name is matched as the title writes it ("Friends", not "friends") unless the page's own
     # passage writes it in lower case (a common noun: "Virus" / "a virus")
     one = len(name.split()) == 1
-    common = one and re.search(r"(?<![\w-])" + re.escape(name.lower()) + r"(?![\w-])", ref["text"]) is not None
+    common = one and phrase_pattern([name.lower()], 0).search(ref["text"]) is not None
     pat = phrase_pattern(name.split(), re.IGNORECASE if not one or common else 0)
     out: list[str] = []
     for d in hits:

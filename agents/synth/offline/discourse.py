@@ -496,6 +496,9 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
     return None
 
 
+_VAGUE_HEADS = _GENERIC | _NOT_NP | {"people", "person", "persons"}     # "the people", "the thing" say nothing alone
+
+
 def elide_given(question: str, phrases: list[str]) -> str | None:
     """``question`` with a name the conversation already gave left out of a noun phrase it modifies, the
     definite description people use once the subject is known: "How many stages does the Jewish wedding
@@ -510,9 +513,10 @@ def elide_given(question: str, phrases: list[str]) -> str | None:
     doc = parse(question)
     for c in doc.noun_chunks:
         root = c.root
-        if root.pos_ != "NOUN" or root.lower_ in _GENERIC | _NOT_NP | {"people", "person", "persons"} or c.start == 0 \
-                or root.i != c.end - 1:
+        if root.pos_ != "NOUN" or root.lower_ in _VAGUE_HEADS or c.start == 0 or root.i != c.end - 1:
             continue
+        if c[0].dep_ == "det" and c[0].lower_ not in ("the", "a", "an"):
+            continue                      # "this Jewish wedding process", "every ...": left as it is
         pre = [t for t in c if t.i < root.i and t.dep_ != "det"]
         for ph in phrases:
             pw = ph.split()
@@ -524,12 +528,9 @@ def elide_given(question: str, phrases: list[str]) -> str | None:
                 continue
             if not (n >= 2 or run[0].text[:1].isupper()) or any(t.pos_ in ("NUM", "PRON") for t in run):
                 continue
-            kept = [t.text for t in c if t.i < root.i and t.dep_ != "det" and t not in run] + [root.text]
+            kept = [t.text for t in pre if t not in run] + [root.text]
             if kept[0].lower() in _QUANTIFIERS or not any(w.isalpha() for w in kept):
                 continue
-            det = c[0].lower_ if c[0].dep_ == "det" else ""
-            if det and det not in ("the", "a", "an"):
-                continue                  # "this Jewish wedding process", "every ...": left as it is
             text = finish(f"{question[:c.start_char]}the {' '.join(kept)}{question[c.end_char:]}".strip())
             if says_something(text) and well_formed(text, followup=True) is None:
                 return text

@@ -345,14 +345,7 @@ def _agreement(head) -> str | None:
         return None
     verb = head.head
     finite = [c for c in verb.children if c.dep_ in ("aux", "auxpass") and c.i > head.i] or [verb]
-    tag = finite[0].tag_
-    if tag == "VBZ":
-        return "SING"
-    if tag == "VBP":
-        return "PLUR"
-    if finite[0].lower_ in ("was", "were"):
-        return "SING" if finite[0].lower_ == "was" else "PLUR"
-    return None
+    return {"VBZ": "SING", "VBP": "PLUR"}.get(finite[0].tag_) or {"was": "SING", "were": "PLUR"}.get(finite[0].lower_)
 
 
 _PREFIXES = ("under", "over", "with", "out", "fore", "mis", "re", "up", "be")    # "undertake" -> "undertook"
@@ -848,10 +841,11 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
-            if re.search(r"\b[Yy]our(?:self)?\b", qa.question):
+            mine = _as_mine(qa.question)
+            if mine != qa.question:
                 # a manual's words to the reader, asked as the reader's own: "Does my assistant take an additional
                 # step?" (not "Does your assistant ...")
-                qa = replace(qa, question=_as_mine(qa.question), template=_as_mine(qa.template), topic=_as_mine(qa.topic))
+                qa = replace(qa, question=mine, template=_as_mine(qa.template), topic=_as_mine(qa.topic))
             if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
                     and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))) \
                     and not points_into_the_passage(qa.question):
