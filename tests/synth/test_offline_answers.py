@@ -134,3 +134,11 @@ def test_a_definition_question_needs_an_answer_that_defines_it():
     assert not bad["type_ok"] and any("does not define" in r for r in bad["reasons"])
     good = check({"question": q, "answer": answer(q, q, defining), "passage": defining})
     assert good["type_ok"] and good["reasons"] == []
+
+
+def test_a_span_ending_in_a_comma_loses_it():
+    passage = {"doc_id": "s", "title": "Secrets", "text": "Rotate your secrets regularly, for example every 90 days, "
+                                                          "to meet best practices around secrets management."}
+    q = "How do I meet best practices around secrets management?"
+    a = Answerer().run_offline({"question": q, "standalone_question": q, "passage": passage}).answer
+    assert a.startswith("Rotate your secrets regularly, for example every 90 days. "), a    # not "days,."

@@ -389,3 +389,30 @@ def test_a_manuals_your_is_asked_as_the_readers_own():
                             "additional step to verify that messages originate from the web chat.")
     assert [qa.question for qa in qas] == ["Does my assistant take an additional step?"]
     assert qas[0].topic == "my assistant" and "your" not in qas[0].template
+
+
+def test_a_negated_object_is_asked_yes_no_with_answer_no_and_never_with_a_wh_word():
+    got = _asked("The religion had no founder and was not the creation of an inspired teacher.")
+    assert got == {"Did the religion have any founder?": "No"}, got      # not "What did the religion have?"
+    assert _asked("The treaty had no effect on the war.") == {"Did the treaty have any effect?": "No"}
+    assert not any(q.startswith("What") for q in _asked("The law requires nothing from the donors."))
+
+
+def test_a_verb_parsed_with_two_subjects_or_two_predicates_gives_no_question():
+    # the parser reads "paintings" and "Scotland" (and "the" and "Special") both as the subject of "had"
+    qs = [qa.question for qa in passage_questions(
+        'Two paintings, "Winter Landscape with a Bird Trap" and "The Hunters in the Snow" (both dated 1565) by '
+        "Pieter Bruegel the Elder depict Flemish peasants curling, albeit without brooms; Scotland and the Low "
+        "Countries had strong trading and cultural links during this period.")]
+    assert not any("paintings" in q for q in qs), qs
+    qs = [qa.question for qa in passage_questions(
+        "Episode 8 is The Women Tell All Special. Episode 10, the After the Final Rose Special had the highest "
+        "rated number ever in this special episode in The Bachelor history.")]
+    assert not any(q.startswith("Did the have") for q in qs), qs
+    assert _asked("The child was named Sita, the Sanskrit word for furrow.") == {}    # two predicates of "named"
+
+
+def test_a_hyphenated_word_stays_whole_and_trademark_signs_are_not_asked():
+    got = _asked("IBM Cloud® Functions offers a powerful plug-in for the IBM Cloud CLI.")
+    assert got["What does IBM Cloud Functions offer?"] == "a powerful plug-in", got      # not "in", not "Cloud ®"
+    assert not any("®" in q for q in got)

@@ -66,7 +66,7 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     if idx is None:
         idx = max(range(len(sents)), key=lambda i: jaccard_words(sents[i], sentence))
     context = " ".join(sents[idx: idx + 2])
-    span = span.strip().rstrip(".")
+    span = span.strip().rstrip(".,;: ")     # no "every 90 days,."
     if span and _key(span) != _key(sentence):
         return f"{span[0].upper() + span[1:]}. {context}"
     return context

@@ -106,8 +106,8 @@ class QA:
 
 # -- small text helpers ----------------------------------------------------------------------
 def finish(q: str) -> str:
-    """Capitalised, detokenised, single-spaced, one trailing question mark."""
-    q = detokenize(q.replace(" ?", "?")).strip().rstrip(".?!,;: ")
+    """Capitalised, detokenised, single-spaced, one trailing question mark, no trademark signs."""
+    q = detokenize(re.sub(r"\s*[®™©]", "", q).replace(" ?", "?")).strip().rstrip(".?!,;: ")   # nobody types "®"
     q = re.sub(r",?\s+(?:though|however|thus|therefore|nevertheless|nonetheless)$", "", q, flags=re.IGNORECASE)
     if not q:               # (a connective left at the end says nothing: "Can nights be cool in summer though?")
         return q
@@ -208,6 +208,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
+        if c.tag_ == "HYPH" and head.doc[c.i - 1].whitespace_ == "" and c.whitespace_ == "":
+            continue        # the hyphen inside a word: "a powerful plug-in" (not "in")
         if keep_coord and c in coord:
             continue        # "between West Berlin and East Germany", "Wellington and Forsythia": both conjuncts
         if c.dep_ == "amod" and c.i > head.i:
@@ -434,7 +436,11 @@ def read_clause(sent) -> Clause | None:
     root = sent.root
     if root.pos_ not in ("VERB", "AUX"):
         return None
-    subj = next((c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    subjs = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
+    if len(subjs) > 1:
+        return None     # two subjects of one verb: a misparse ("Two paintings ... depict peasants curling; Scotland
+                        # and the Low Countries had strong links" gives no "What did two paintings have?")
+    subj = subjs[0] if subjs else None
     auxes = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
     passive = any(c.dep_ == "auxpass" for c in root.children)
     comps = []
@@ -482,9 +488,10 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
     out: list[str] = []
     if any(c.dep_ in ("ccomp", "csubj") and c.i > clause.verb.i for c in clause.verb.children):
         return None                 # "announced that ..." - the question would lose its object
-    if sum(c.dep_ == "dobj" for c in clause.comps) > 1:
+    if any(sum(c.dep_ == d for c in clause.comps) > 1 for d in ("dobj", "oprd", "attr")):
         return None                 # two objects of one verb: a misparse ("not only restricted the number
-                                    # ..., but also assigned slots" -> "What did X restrict the number?")
+                                    # ..., but also assigned slots" -> "What did X restrict the number?"; "was named
+                                    # Sita, the Sanskrit word for furrow" -> "Was the child named Sita the Sanskrit word?")
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
@@ -569,6 +576,19 @@ def _pointing(answer: str) -> bool:
 
 
 _NEG_WORDS = {"not", "n't", "n’t", "never"}
+_NOTHING = {"nothing", "none", "nobody", "nowhere"}
+
+
+def _no_object(clause):
+    """The complement that carries the clause's negation ("no founder", "nothing", "with no effect"), or None: a
+    wh-question on such a clause inverts its meaning ("What did the religion have?" answered "no founder")."""
+    for c in clause.comps:
+        head = c if c.dep_ != "prep" else next((x for x in c.children if x.dep_ == "pobj"), None)
+        if head is None or head.dep_ not in ("dobj", "attr", "oprd", "pobj"):
+            continue
+        if head.lower_ in _NOTHING or any(x.dep_ == "det" and x.lower_ == "no" for x in head.children):
+            return head
+    return None
 _MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must"}
 
 
@@ -583,6 +603,11 @@ def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
     if vp is None:
         return None
     vp = [w for w in vp if w.lower() not in _NEG_WORDS]
+    if _no_object(clause) is not None:
+        if neg or [w.lower() for w in vp].count("no") != 1:
+            return None
+        neg = True          # "The religion had no founder." -> "Did the religion have any founder?" (No)
+        vp = ["any" if w.lower() == "no" else w for w in vp]
     if not 2 <= len(vp) <= 9:
         return None
     vg = _verb_group(clause, True, ["{T}"])
@@ -668,7 +693,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     yn = _yesno(clause, sent, subj_words, subj_kind, idx)
     if yn is not None:
         out.append(yn)
-    if any(c.dep_ == "neg" for c in clause.comps):
+    if any(c.dep_ == "neg" for c in clause.comps) or _no_object(clause) is not None:
         # a negated clause asked with a wh-word reads wrong or inverts its meaning ("What does the move
         # action add not twice?", "Who owns the Royal Collection?" from "The Queen does not own it");
         # it is asked as a yes/no question only ("Does the Queen own the Royal Collection personally?" - No)
