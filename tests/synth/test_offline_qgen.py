@@ -416,3 +416,19 @@ def test_a_hyphenated_word_stays_whole_and_trademark_signs_are_not_asked():
     got = _asked("IBM Cloud® Functions offers a powerful plug-in for the IBM Cloud CLI.")
     assert got["What does IBM Cloud Functions offer?"] == "a powerful plug-in", got      # not "in", not "Cloud ®"
     assert not any("®" in q for q in got)
+
+
+def test_a_phrase_whose_object_says_nothing_without_its_clause_is_left_out():
+    got = _asked("Mussolini entered World War II on the side of Adolf Hitler with plans to enlarge Italy's "
+                 "territorial holdings.")
+    assert got["Who entered World War II on the side of Adolf Hitler?"] == "Mussolini", got    # no "... with?"
+    got = _asked("Mussolini also mentioned to Italo Balbo his ambitions of capturing British and French territories, "
+                 "in the hope that Italy could establish a colony on the Atlantic coast of Africa.")
+    assert got and not any(q.rstrip("?").endswith(("with", "in the hope")) for q in got), got
+
+
+def test_a_piece_of_a_split_word_is_no_subject_and_for_example_is_no_part_of_a_question():
+    assert _asked("If you're storing time-series data, encoding time at the start of your _id sorts the primary index "
+                  "by time, for example, 001j40Ox1b2c1B2ubbtm4CsuLB4L35wQ.") == {}     # no "Does d sort ...?"
+    got = _asked("The index sorts the documents by time, for example.")
+    assert got["What does the index sort by time?"] == "the documents", got

@@ -242,9 +242,10 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
         return []           # a rank needs its scope: "the first person (to walk on the Moon)", "the longest river
                             # (in Africa)", "the fourth state (to join the union)"
     if head.lemma_.lower() in _COMPLEMENT_HEADS and any(
-            c.i not in kept and (c.dep_ in ("acl", "relcl") and any(x.lower_ == "to" for x in c.children)
+            c.i not in kept and (c.dep_ in ("acl", "relcl") and any(x.lower_ in ("to", "that") for x in c.children)
                                  or c.dep_ == "prep" and any(x.tag_ == "VBG" for x in c.children)) for c in head.children):
-        return []           # "a tendency (to see the worst)", "a habit (of having ...)": the complement is the content
+        return []           # "a tendency (to see the worst)", "a habit (of having ...)", "the hope (that Italy could
+                            # establish a colony)": the complement is the content
     return toks
 
 
@@ -252,7 +253,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
 _COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need", "decision",
                      "plan", "attempt", "effort", "desire", "way", "opportunity", "power", "freedom", "permission",
                      "authority", "intention", "wish", "willingness", "failure", "refusal", "obligation", "option",
-                     "possibility", "reluctance", "tradition", "practice", "goal", "aim", "task", "job", "mission"}
+                     "possibility", "reluctance", "tradition", "practice", "goal", "aim", "task", "job", "mission",
+                     "hope", "belief", "expectation", "attempt", "effort", "bid", "plan", "intention", "order"}
 
 
 # heads that say nothing without their "of" phrase ("a series of epidemics", "52.1% of the workforce")
@@ -472,6 +474,8 @@ def _comp_tokens(c, limit: int) -> list | None:
         if pobj is None:
             return None
         inner = np_tokens(pobj, max_words=limit - 1) if pobj.dep_ == "pobj" else [t for t in pobj.subtree]
+        if not inner:
+            return None         # the object said nothing without what was cut: no "... with?" from "with plans to ..."
         if c.lower_ in ("between", "among") and pobj.tag_ not in ("NNS", "NNPS") and \
                 not any(t.dep_ == "conj" for t in inner):
             return None         # "between" needs two: "between West Berlin and East Germany", not "between West Berlin"
@@ -500,6 +504,8 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
             continue
         if c.dep_ == "prep" and c.lower_ in ("than", "as", "like", "unlike", "despite", "including"):
             return None             # comparisons and asides do not survive losing their context
+        if c.dep_ == "prep" and any(x.dep_ == "pobj" and x.lower_ in ("example", "instance") for x in c.children):
+            continue                # "for example" introduces what the passage shows next: no part of the question
         toks = _comp_tokens(c, 6)
         if toks is not None and (_points_back(toks) or any(t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
                                                            for t in toks)):
@@ -674,6 +680,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         subj_is_pron = False
     if not subj_words or len(subj_words) > 7:
         return out
+    first = clause.subj.left_edge
+    if not subj_is_pron and first.i > 0 and not sent.doc[first.i - 1].whitespace_ \
+            and (sent.doc[first.i - 1].is_alpha or sent.doc[first.i - 1].text == "_"):
+        return out      # a piece of a word split by the tokenizer: "d" of "_id" ("Does d sort the primary index?")
     if subj_words[0].lower() in ("no", "none", "neither"):
         return out      # the negation sits in the subject: "No special characters are parsed by the API" gives no
                         # "Are no special characters parsed ...?" or "Who parses no special characters?"
