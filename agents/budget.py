@@ -56,3 +56,21 @@ class Budget:
         reason = self.exceeded_reason()
         if reason:
             raise BudgetExceeded(reason)
+
+
+def batch_allowance(config: BudgetConfig, spent_tokens: int, spent_usd: float, reserved: list[BudgetConfig],
+                    free_slots: int) -> BudgetConfig:
+    """What one of ``free_slots`` batches about to start at once may spend, when batches run in parallel
+    processes that cannot see each other's spend: an equal share of what the run's caps leave after the
+    spend recorded so far and the allowances of the batches still running (``reserved``). The shares never
+    add up to more than the caps, so parallel batches cannot overshoot the run's budget together (a batch
+    that needs more than its share stops early; a rerun resumes it). A cap that is not set stays unset."""
+    n = max(1, int(free_slots))
+
+    def left(cap, spent, taken):
+        if cap is None:
+            return None
+        return max(0.0, cap - spent - sum(t for t in taken if t is not None)) / n
+    tokens = left(config.max_tokens, spent_tokens, [r.max_tokens for r in reserved])
+    usd = left(config.max_usd, spent_usd, [r.max_usd for r in reserved])
+    return BudgetConfig(max_tokens=None if tokens is None else int(tokens), max_usd=usd)

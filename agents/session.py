@@ -53,6 +53,17 @@ def request_key(resolved: ResolvedRole, step: LLMStep, messages: list[dict[str, 
                      top_logprobs=step.top_logprobs, sample=sample)
 
 
+def run_spend(store: RunStore, run_id: str) -> tuple[int, float]:
+    """(tokens, USD) the run ``run_id`` spent on cache misses, as its ``llm_calls`` table records it."""
+    t = read_calls(store)
+    tokens, usd = 0, 0.0
+    for r in t.select(["run_id", "cache_hit", "prompt_tokens", "completion_tokens", "cost_usd"]).to_pylist():
+        if r["run_id"] == run_id and not r["cache_hit"]:
+            tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
+            usd += r["cost_usd"] or 0.0
+    return tokens, usd
+
+
 class LLMSession:
     """One run's access to LLMs (see module docstring).
 
@@ -65,12 +76,15 @@ class LLMSession:
         cache: a :class:`CallCache`, None to disable, or auto (from ``config.cache``).
         write_manifest: record totals, stop reason and the resolved config in the manifest.
         print_summary: print the totals table (per role and run) to stderr when closing.
+        seed_budget: count what the run's ``llm_calls`` already recorded against the caps (a
+            cap per run); False: the caps bound this session's own spend (an allowance the
+            caller reserved, :func:`agents.budget.batch_allowance`).
     """
 
     def __init__(self, config: LLMConfig, *, store: RunStore | str | Path | None = None,
                  run_id: str | None = None, backend: Backend | None = None,
                  cache: CallCache | None = _AUTO, write_manifest: bool = True,
-                 print_summary: bool = False) -> None:
+                 print_summary: bool = False, seed_budget: bool = True) -> None:
         install_log_scrubbing()
         self.config = config
         self.store = RunStore(str(store)) if isinstance(store, (str, Path)) else store
@@ -85,7 +99,7 @@ class LLMSession:
         self.print_summary = print_summary
         self.calls = CallLog(self.store, self.run_id, flush_every=config.accounting_flush_every, cache=cache,
                              commit_interval_s=config.commit_interval_ms / 1000.0)
-        spent_t, spent_usd = self._prior_spend()
+        spent_t, spent_usd = self._prior_spend() if seed_budget else (0, 0.0)
         self.budget = Budget(config.budget, spent_tokens=spent_t, spent_usd=spent_usd)
         self.client: LLMClient | None = None
         self.stopped_reason: str | None = None
@@ -101,13 +115,7 @@ class LLMSession:
         caps = self.config.budget
         if self.store is None or (caps.max_tokens is None and caps.max_usd is None):
             return 0, 0.0
-        t = read_calls(self.store)
-        tokens, usd = 0, 0.0
-        for r in t.to_pylist():
-            if r["run_id"] == self.run_id and not r["cache_hit"]:
-                tokens += (r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0)
-                usd += r["cost_usd"] or 0.0
-        return tokens, usd
+        return run_spend(self.store, self.run_id)
 
     # -- lifecycle --------------------------------------------------------------------------
     async def __aenter__(self) -> "LLMSession":

@@ -20,7 +20,8 @@ cache kept: every call a cache hit, so what is left is the graph, the checkpoint
 layer's hit path) and the ``bare client`` ceiling (the run's own requests sent again by the
 bare ``openai`` client with the latency fully overlapped: the synthesis cannot be faster than
 the client alone on this machine), and the same requests as ``raw HTTP`` posts without the
-SDK. ``--flow`` also runs the synthesis through the Prefect flow.
+SDK. ``--flow`` also runs the synthesis through the Prefect flow; ``--dask-workers 2`` adds the flow on
+the Dask runner, batches in parallel worker processes.
 
 ``--profile`` reruns the highest concurrency under ``cProfile`` and prints where the event
 loop thread's CPU time goes (graph steps / LangGraph, the SQLite checkpointer, the uniqueness
@@ -273,9 +274,12 @@ def bare_replay(base_url: str, requests: list[dict], inflight: int, stack: str) 
 
 
 def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: int, conc: int,
-             batch_sizes: list[int], latency_s: float) -> None:
+             batch_sizes: list[int], latency_s: float, dask_workers: list[int] = ()) -> None:
     """The same synthesis through the Prefect flow (``flows.synthesis.run_synthesis``: plan and
-    index task, one task per batch, assemble and exports) for each batch size."""
+    index task, one task per batch, assemble and exports) for each batch size; then, for each
+    ``dask_workers`` count W, on the Dask runner: W batches of n/W conversations in parallel worker
+    processes, each with ``conc / W`` in flight (the same ``conc`` in flight in all, so the same
+    ideal). The Dask line's time includes the LocalCluster's start (workers import the stack)."""
     import json
 
     from prefect.testing.utilities import prefect_test_harness
@@ -285,17 +289,20 @@ def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: in
     from storage.store import RunStore
     cfg_file = work.parent / "fake-llm.json"
     cfg_file.write_text(json.dumps(llm_cfg.model_dump(mode="json")))
+    runs = [(bs, conc, 0) for bs in batch_sizes] + [(-(-n_conv // w), max(1, conc // w), w) for w in dask_workers]
     with prefect_test_harness(server_startup_timeout=120):
-        for bs in batch_sizes:
-            run = work.with_name(f"{work.name}-b{bs}")
+        for bs, per_batch, workers in runs:
+            run = work.with_name(f"{work.name}-b{bs}-w{workers}")
             if run.exists():
                 shutil.rmtree(run)
             shutil.copytree(tiled, run, ignore=shutil.ignore_patterns("cache"))
+            scale = {"runner": "dask", "dask_workers": workers, "dask_threads_per_worker": 1} if workers else {}
             cfg = spine_cfg.model_copy(update={
                 "llm_config": str(cfg_file),
-                "synth": spine_cfg.synth.model_copy(update={"conversations": n_conv, "turns": turns, "concurrency": conc,
-                                                            "batch_size": bs, "uniqueness_k": 5,
-                                                            "uniqueness_retriever": "bm25"})})
+                "scale": spine_cfg.scale.model_copy(update=scale),
+                "synth": spine_cfg.synth.model_copy(update={"conversations": n_conv, "turns": turns,
+                                                            "concurrency": per_batch, "batch_size": bs,
+                                                            "uniqueness_k": 5, "uniqueness_retriever": "bm25"})})
             c0, t0 = _cpu(), time.perf_counter()
             res = run_synthesis(str(run), cfg)
             dt, cpu = time.perf_counter() - t0, _cpu() - c0
@@ -304,6 +311,12 @@ def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: in
             rounds = sum(c["step"] != "uniqueness" for c in calls) + len(uniq)
             ideal_s = rounds * latency_s / min(conc, n_conv)
             ok = res["summary"]["turns_ok"]
+            if workers:
+                print(f"{'dask w=' + str(workers):>11}{dt:>9.1f}{n_conv / dt * 60:>10.1f}{n_conv / ideal_s * 60:>9.1f}"
+                      f"{ideal_s / dt:>6.0%}{'':>11}   (Prefect flow on the Dask runner: {workers} worker processes, "
+                      f"{-(-n_conv // bs)} batches of {bs} at once, {per_batch} in flight each; CPU is in the workers; "
+                      f"includes the cluster's start)", flush=True)
+                continue
             print(f"{'flow b=' + str(bs):>11}{dt:>9.1f}{n_conv / dt * 60:>10.1f}{n_conv / ideal_s * 60:>9.1f}"
                   f"{ideal_s / dt:>6.0%}{cpu / max(ok, 1):>11.4f}   (Prefect flow, batch_size {bs}: plan + index task, "
                   f"{-(-n_conv // bs)} batch task(s), assemble + exports)", flush=True)
@@ -457,6 +470,10 @@ def main() -> None:
     ap.add_argument("--in-process-server", action="store_true", help="fake endpoint in a thread of this process")
     ap.add_argument("--no-offline", action="store_true", help="skip the offline backend line")
     ap.add_argument("--flow", action="store_true", help="also through the Prefect flow (batch size 16 and = concurrency)")
+    ap.add_argument("--flow-batch-sizes", type=int, nargs="*", default=None,
+                    help="with --flow: the batch sizes of the default-runner flow runs (default: 16 and the concurrency)")
+    ap.add_argument("--dask-workers", type=int, nargs="*", default=[],
+                    help="with --flow: also on the Dask runner with these worker counts (parallel batches)")
     args = ap.parse_args()
     from agents.config import LLMConfig
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} CPUs)")
@@ -508,7 +525,7 @@ def main() -> None:
                   "checkpointer + the layer's hit path)", flush=True)
             if args.flow:
                 flow_run(tiled, root / "flow", cfg, ep.llm_config(max(conc * 8, 16)), args.conversations, args.turns,
-                         conc, sorted({16, conc}), args.latency_ms / 1000)
+                         conc, args.flow_batch_sizes or sorted({16, conc}), args.latency_ms / 1000, args.dask_workers)
             if args.profile:
                 conc = max(args.concurrency)
                 profile_run(tiled, root / (f"c{conc}" if args.profile_warm else "profile"), ep.llm_config(max(conc * 8, 16)), args.conversations,

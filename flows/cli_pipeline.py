@@ -12,7 +12,8 @@ from common.errors import UserError
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-RUNNER_OPT = typer.Option(None, "--runner", help="default | dask: run the embedding batches on a Dask cluster "
+RUNNER_OPT = typer.Option(None, "--runner", help="default | dask: run the embedding batches (and `synthesize`'s "
+                                                 "batches, scale.dask_workers at a time) on a Dask cluster "
                                                  "(prefect-dask; a local cluster unless --dask-address)")
 DASK_OPT = typer.Option(None, "--dask-address", help="scheduler address of a running Dask cluster, e.g. "
                                                      "tcp://10.0.0.5:8786 (implies --runner dask)")

@@ -32,17 +32,20 @@ class EmbedConfig(BaseModel):
 
 
 class ScaleConfig(BaseModel):
-    """Where the CPU-heavy spine stages run, and the global LLM guard for multi-worker runs.
+    """Where the CPU-heavy spine stages and the synthesis batches run, and the global LLM guard for
+    multi-worker runs.
 
     Execution settings only: they never change an artifact (the Dask runner writes the same
-    tables as the default one), so no stage cache key depends on them.
+    tables and conversations as the default one), so no stage cache key or synthesis key depends on them.
     """
     model_config = ConfigDict(extra="forbid")
     runner: Literal["default", "dask"] = Field("default", description="default: one process; dask: prefect-dask "
-                                                                      "DaskTaskRunner (embedding batches in parallel)")
+                                                                      "DaskTaskRunner (embedding batches and synthesis "
+                                                                      "batches in parallel)")
     dask_address: str | None = Field(None, description="scheduler of a running Dask cluster (tcp://host:8786); "
                                                        "default: a temporary LocalCluster")
-    dask_workers: int = Field(2, ge=1, description="LocalCluster worker processes")
+    dask_workers: int = Field(2, ge=1, description="LocalCluster worker processes; synthesis batches in flight on "
+                                                   "the Dask runner")
     dask_threads_per_worker: int = Field(1, ge=1, description="threads per LocalCluster worker")
     embed_batch_chunks: int = Field(512, ge=1, description="chunks per parallel embedding task; a multiple of "
                                                            "8 x embed.batch_size gives bit-identical vectors")

@@ -9,6 +9,15 @@ own limits; a progress artifact shows conversations done / total, LLM calls, tok
 cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
 far is assembled and saved, and the reason is recorded in the manifest.
 
+On the Dask runner (``scale.runner = "dask"``, ``mtr synthesize --runner dask``) the batches run in
+parallel, ``scale.dask_workers`` at a time, each in a worker process with its own event loop (one
+process's loop is CPU-bound at high concurrency: ``benchmarks/synthesis.py``). The conversations,
+checkpoints and LLM cache are the same as on the default runner (the conversations are independent and
+seeded by id; the checkpoint database and the cache take concurrent writers; a remote worker needs the run
+directory on a shared filesystem). With a budget cap, each
+batch that starts gets an equal share of what the caps leave after the recorded spend and the shares of
+the batches still running (:func:`agents.budget.batch_allowance`): together they never exceed the cap.
+
 With ``scale.llm_concurrency_limit`` set, each batch holds one slot of that Prefect global
 concurrency limit while it runs, so many workers (or many flow runs) sharing an endpoint
 never have more than the limit's batches in flight. The limit must exist on the server
@@ -16,6 +25,7 @@ never have more than the limit's batches in flight. The limit must exist on the 
 """
 from __future__ import annotations
 
+import os
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -79,20 +89,99 @@ def llm_slot(cfg: MTRConfig):
 
 @task(name="synthesize-batch", cache_policy=NO_CACHE, task_run_name=_batch_name, tags=["mtr", "stage:synthesize"])
 def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_sha: str, total: int,
-                index: int) -> dict:
+                index: int, budget_share: dict | None = None) -> dict:
     """One batch of the plans made by :func:`prepare_task` (the corpus and the persisted
-    uniqueness index are opened once per process and shared by the batches)."""
+    uniqueness index are opened once per process and shared by the batches). ``budget_share``:
+    this batch's allowance when batches run in parallel (the run's caps otherwise)."""
+    from agents.config import BudgetConfig
     from agents.synth.run import ConvPlan, load_corpus, synthesize_batch
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
+    if not store.has_table("chunks"):
+        import socket
+        raise RuntimeError(f"run directory {run_dir} is not visible on {socket.gethostname()}: synthesis batches on a "
+                           "Dask cluster read and write the run directory, so remote workers need it on a shared "
+                           "filesystem at the same path")
     corpus = load_corpus(store)
     search = _searcher(store, corpus, cfg, corpus_sha)
     chosen = [ConvPlan.from_dict(p) for p in plans]
+    llm = llm_config_for(cfg)
+    if budget_share is not None:
+        llm = llm.model_copy(update={"budget": BudgetConfig.model_validate(budget_share)})
     with llm_slot(cfg):
-        out = synthesize_batch(store, chosen, corpus, llm_config_for(cfg), cfg.synth, search,
-                               progress=lambda n: report("synthesize", n, total), key=key)
+        out = synthesize_batch(store, chosen, corpus, llm, cfg.synth, search,
+                               progress=lambda n: report("synthesize", n, total), key=key,
+                               seed_budget=budget_share is None)
     done = sum(1 for s in out["states"].values() if s.get("done"))
-    return {"done": done, "stopped": out["stopped"], "llm_totals": out["llm_totals"]}
+    stopped = out["stopped"]
+    if stopped and budget_share is not None:
+        stopped += " (this batch's share of the run's budget: batches run in parallel)"
+    return {"done": done, "stopped": stopped, "llm_totals": out["llm_totals"], "pid": os.getpid()}
+
+
+def batches_at_once(cfg: MTRConfig) -> int:
+    """Synthesis batches in flight: 1 on the default runner (one after another), ``scale.dask_workers`` on a
+    parallel one (the flow's task runner is not a thread pool: each batch in a worker process)."""
+    from flows.pipeline import _parallel
+    return cfg.scale.dask_workers if _parallel(cfg) else 1
+
+
+def _add_totals(acc: dict, totals: dict) -> dict:
+    """Per-role LLM totals of the batches so far (each batch reports its own session's)."""
+    for role, t in (totals or {}).items():
+        a = acc.setdefault(role, {})
+        for k, v in t.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                a[k] = a.get(k, 0) + v
+    return acc
+
+
+def run_batches(run_dir: str, config: dict, batches: list[list[dict]], prep: dict, total: int, on_done) -> str | None:
+    """Run the synthesis batches, ``batches_at_once`` at a time; ``on_done(result)`` after each one.
+    Returns the budget stop reason, or None. After a stop no batch starts; running ones finish."""
+    from prefect.futures import as_completed
+
+    from agents.budget import batch_allowance
+    from agents.session import run_spend
+    from flows.pipeline import _api_for_workers
+    cfg = MTRConfig.model_validate(config)
+    width = batches_at_once(cfg)
+    common = {"run_dir": run_dir, "config": config, "key": prep["key"], "corpus_sha": prep["corpus_sha"],
+              "total": total}
+    if width <= 1:
+        for i, batch in enumerate(batches):
+            r = synth_batch(plans=batch, index=i, **common)
+            on_done(r)
+            if r["stopped"]:
+                return r["stopped"]
+        return None
+    caps = llm_config_for(cfg).budget
+    capped = caps.max_tokens is not None or caps.max_usd is not None
+    store = RunStore(run_dir)
+    queue = list(enumerate(batches))
+    running: dict = {}          # future -> the batch's allowance (None without caps)
+    stopped: str | None = None
+    with _api_for_workers():
+        while queue or running:
+            while queue and len(running) < width and stopped is None:
+                i, batch = queue.pop(0)
+                share = None
+                if capped:
+                    spent_t, spent_usd = run_spend(store, store.run_id)
+                    share = batch_allowance(caps, spent_t, spent_usd, [s for s in running.values() if s is not None],
+                                            min(width - len(running), len(queue) + 1))
+                fut = synth_batch.submit(plans=batch, index=i, budget_share=share and share.model_dump(), **common)
+                running[fut] = share
+            if not running:
+                break
+            fut = next(as_completed(list(running)))
+            running.pop(fut)
+            r = fut.result()
+            report("synthesize", r["done"], total)      # (a worker process has no progress bar to advance)
+            on_done(r)
+            if r["stopped"] and stopped is None:
+                stopped = r["stopped"]
+    return stopped
 
 
 def export_query_texts(mode: str, messages: dict, rewrites: dict) -> dict[str, str]:
@@ -146,17 +235,18 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
         progress_id = create_progress_artifact(progress=0.0, description="conversations done / total")
     except Exception:  # noqa: BLE001 - artifacts are best effort
         pass
-    done, stopped, totals = 0, None, {}
-    for i, batch in enumerate(batches):
-        r = synth_batch(run_dir=run_dir, config=config, plans=batch, key=prep["key"], corpus_sha=prep["corpus_sha"],
-                        total=len(ids), index=i)
+    done, finished, totals = 0, 0, {}
+
+    def on_done(r: dict) -> None:
+        nonlocal done, finished
         done += r["done"]
-        totals = r["llm_totals"] or totals
+        finished += 1
+        _add_totals(totals, r["llm_totals"])
         calls = sum(v.get("calls", 0) for v in totals.values())
         toks = sum(v.get("prompt_tokens", 0) + v.get("completion_tokens", 0) for v in totals.values())
         cost = sum(v.get("cost_usd", 0.0) for v in totals.values())
         logger.info("batch %d/%d: %d/%d conversations done; LLM calls %d, tokens %d, cost $%.4f",
-                    i + 1, len(batches), done, len(ids), calls, toks, cost)
+                    finished, len(batches), done, len(ids), calls, toks, cost)
         if progress_id:
             try:
                 update_progress_artifact(progress_id, progress=100.0 * done / max(1, len(ids)))
@@ -170,9 +260,9 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
         except Exception:  # noqa: BLE001
             pass
         if r["stopped"]:
-            stopped = r["stopped"]
-            logger.warning("stopping: %s", stopped)
-            break
+            logger.warning("stopping: %s", r["stopped"])
+
+    stopped = run_batches(run_dir, config, batches, prep, len(ids), on_done)
     res = assemble_task(run_dir=run_dir, config=config, plans=plans, key=prep["key"])
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
     try:
@@ -201,5 +291,8 @@ def run_synthesis(run_dir: str, cfg: MTRConfig) -> dict:
     from agents.secrets import redact
     llm_config_for(cfg)     # a broken LLM config fails here, before any flow run, log or event exists
     store.write_manifest(config=redact(cfg.model_dump(mode="json")))
+    from flows.pipeline import task_runner_for
+    runner = task_runner_for(cfg)
+    fl = synthesize_flow if runner is None else synthesize_flow.with_options(task_runner=runner)
     with prefect_run_settings(store.path):
-        return synthesize_flow(run_dir=store.path, config=cfg.model_dump(mode="json"), run_name=Path(store.path).name)
+        return fl(run_dir=store.path, config=cfg.model_dump(mode="json"), run_name=Path(store.path).name)

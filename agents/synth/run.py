@@ -243,7 +243,7 @@ def thread_id(plan: ConvPlan, key: str) -> str:
 
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None,
-                           key: str | None = None) -> dict[str, Any]:
+                           key: str | None = None, seed_budget: bool = True) -> dict[str, Any]:
     from agents.errors import BudgetExceeded
     from agents.session import LLMSession
     from agents.synth.checkpoint import GroupCommitSqliteSaver
@@ -251,7 +251,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
     key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
-    async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store) as llm:
+    async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store, seed_budget=seed_budget) as llm:
         pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
         idf = word_idf(corpus) if cfg.offline_rare_word_weight > 0 and _offline_questioner(llm_cfg) else {}
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf),
@@ -302,11 +302,14 @@ def _offline_questioner(llm_cfg) -> bool:
 
 
 def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
-                     search, progress: Callable[[int], None] | None = None, key: str | None = None) -> dict[str, Any]:
+                     search, progress: Callable[[int], None] | None = None, key: str | None = None,
+                     seed_budget: bool = True) -> dict[str, Any]:
     """Run ``plans`` through the conversation graph (resuming checkpointed ones); returns the
     conversations' states, the budget stop reason (or None) and the LLM totals per role.
-    ``key``: the run's :func:`synthesis_key` when the caller computed it once for all batches."""
-    return aio_run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress, key))
+    ``key``: the run's :func:`synthesis_key` when the caller computed it once for all batches.
+    ``seed_budget`` False: ``llm_cfg.budget`` is this batch's own allowance (parallel batches,
+    :func:`agents.budget.batch_allowance`), not the run's caps."""
+    return aio_run(_synthesize_batch_async(store, plans, corpus, llm_cfg, cfg, search, progress, key, seed_budget))
 
 
 def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:

@@ -63,3 +63,34 @@ def test_cache_hits_cost_nothing(fake_llm, make_config, qa_step, tmp_path):
     cfg = make_config(fake_llm, budget={"max_tokens": 1000})
     batch = run_map(cfg, qa_step(), ["a", "b", "c"], tmp_path / "other", on_budget="return")
     assert batch.n_ok == 3
+
+
+def test_parallel_batches_share_what_the_caps_leave():
+    from agents.budget import batch_allowance
+    from agents.config import BudgetConfig
+    caps = BudgetConfig(max_tokens=10_000, max_usd=1.0)
+    # nothing spent, nothing running, 4 batches start together: a quarter each
+    assert batch_allowance(caps, 0, 0.0, [], 4) == BudgetConfig(max_tokens=2_500, max_usd=0.25)
+    # 2,000 tokens / $0.40 recorded, one batch still running with its 2,500 / $0.25: the two free slots share
+    # 10,000 - 2,000 - 2,500 = 5,500 tokens and 1.0 - 0.4 - 0.25 = $0.35
+    share = batch_allowance(caps, 2_000, 0.4, [BudgetConfig(max_tokens=2_500, max_usd=0.25)], 2)
+    assert share.max_tokens == 2_750 and share.max_usd == pytest.approx(0.175)
+    # spent beyond the cap: nothing left (never negative); an unset cap stays unset
+    assert batch_allowance(BudgetConfig(max_tokens=100), 150, 0.0, [], 2) == BudgetConfig(max_tokens=0)
+    # the shares handed out together never add up to more than the caps
+    running: list[BudgetConfig] = []
+    for free in (3, 2, 1):
+        running.append(batch_allowance(caps, 1_000, 0.1, running, free))
+    assert sum(r.max_tokens for r in running) <= 9_000 and sum(r.max_usd for r in running) <= 0.9 + 1e-9
+
+
+def test_a_session_without_the_runs_prior_spend_caps_its_own(fake_llm, make_config, qa_step, tmp_path):
+    fake_llm.script(*[Reply.json({"answer": "a", "confidence": 1}, usage=(40, 10))] * 20)
+    run_map(make_config(fake_llm), qa_step(), ["a", "b", "c", "d"], tmp_path / "run")     # 200 tokens recorded
+    cfg = make_config(fake_llm, budget={"max_tokens": 150}, max_concurrency=1)
+
+    async def main(seed):
+        async with LLMSession(cfg, store=tmp_path / "run", seed_budget=seed) as llm:
+            return await llm.map(qa_step(), [f"q{i}" for i in range(6)], on_budget="return")
+    assert asyncio.run(main(True)).n_ok == 0               # the run's 200 tokens are over its cap of 150
+    assert asyncio.run(main(False)).n_ok == 3              # an allowance of 150 for this session: 3 calls of 50

@@ -135,3 +135,65 @@ def test_llm_concurrency_guard(prefect_harness):
     with pytest.raises(Exception, match="mtr-no-such-limit|not found|does not exist"):
         with llm_slot(missing):
             pass
+
+
+def test_dask_runner_synthesizes_in_parallel_batches_within_a_budget_and_resumes(tmp_path, prefect_harness,
+                                                                                shared_emb_cache, monkeypatch):
+    """Synthesis batches on 2 Dask worker processes at once (the LLM path, against the role-scripted fake
+    endpoint): with a token cap the batches share it and the run stops near it; a rerun without the cap
+    resumes with no repeated LLM call and gives the same conversations, turns and qrels as one batch after
+    another in the flow's process (the conversations are independent and seeded by id)."""
+    import json
+    import shutil
+
+    import flows.synthesis as fs
+    from agents.accounting import read_calls
+    from agents.testing.fake_roles import RoleScriptedServer, fake_llm_config
+    from flows.synthesis import run_synthesis
+    srv = RoleScriptedServer(latency=0.01).start()
+    try:
+        def cfg(name: str, cap: int | None, dask: bool):
+            f = tmp_path / f"llm-{name}.json"
+            f.write_text(json.dumps(fake_llm_config(srv, budget={"max_tokens": cap} if cap else {}).model_dump(mode="json")))
+            return load_config(EXAMPLES / "demo.toml", {
+                "runs_root": str(tmp_path), "embed.cache_dir": str(shared_emb_cache), "llm_config": str(f),
+                "synth.conversations": 8, "synth.turns": 3, "synth.batch_size": 2, "synth.concurrency": 2,
+                **({"scale.runner": "dask", "scale.dask_workers": 2, "scale.dask_threads_per_worker": 1} if dask else {})})
+
+        def spent(run: str) -> tuple[int, int]:
+            calls = [c for c in read_calls(RunStore(str(tmp_path / run))).to_pylist() if not c["cache_hit"]]
+            return len(calls), sum(c["prompt_tokens"] + c["completion_tokens"] for c in calls)
+
+        run_spine(str(tmp_path / "seq"), cfg("spine", None, False), STAGES, str(EXAMPLES / "wiki"))
+        shutil.copytree(tmp_path / "seq", tmp_path / "par")
+        pids: list[int] = []
+        real = fs.run_batches
+
+        def spy(run_dir, config, batches, prep, total, on_done):
+            return real(run_dir, config, batches, prep, total, lambda r: (pids.append(r["pid"]), on_done(r)))
+        monkeypatch.setattr(fs, "run_batches", spy)
+        seq = run_synthesis(str(tmp_path / "seq"), cfg("seq", None, False))
+        assert set(pids) == {os.getpid()} and len(pids) == 4                  # one after another, in this process
+        calls, tokens = spent("seq")
+        assert seq["stopped"] is None and seq["summary"]["turns_ok"] >= 16
+
+        pids.clear()
+        cap = int(tokens * 0.4)
+        part = run_synthesis(str(tmp_path / "par"), cfg("cap", cap, True))
+        assert part["stopped"] and "share of the run's budget" in part["stopped"], part["stopped"]
+        assert os.getpid() not in pids and len(set(pids)) == 2              # batches ran in both worker processes
+        # each batch stops at its share; calls already in flight finish (as one process stops at its cap)
+        assert cap * 0.5 < spent("par")[1] <= cap * 1.25
+        assert part["summary"]["turns_ok"] < seq["summary"]["turns_ok"]
+
+        pids.clear()
+        full = run_synthesis(str(tmp_path / "par"), cfg("par", None, True))
+        assert full["stopped"] is None and full["summary"] == seq["summary"]
+        assert spent("par") == (calls, tokens)            # resumed: every earlier call a cache hit, none asked twice
+        a, b = RunStore(str(tmp_path / "seq")), RunStore(str(tmp_path / "par"))
+        for name, key in (("conversations", "conv_id"), ("turns", "sample_id"), ("qrels", "sample_id")):
+            ra = sorted(a.read_table(name).to_pylist(), key=lambda r: (r[key], str(r.get("doc_id"))))
+            rb = sorted(b.read_table(name).to_pylist(), key=lambda r: (r[key], str(r.get("doc_id"))))
+            assert ra == rb, name
+    finally:
+        srv.stop()
