@@ -120,10 +120,14 @@ def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_
 
 
 def batches_at_once(cfg: MTRConfig) -> int:
-    """Synthesis batches in flight: 1 on the default runner (one after another), ``scale.dask_workers`` on a
-    parallel one (the flow's task runner is not a thread pool: each batch in a worker process)."""
-    from flows.pipeline import _parallel
-    return cfg.scale.dask_workers if _parallel(cfg) else 1
+    """Synthesis batches in flight: ``scale.dask_workers`` when this flow runs on a task runner of worker
+    processes (``run_synthesis`` with ``scale.runner = "dask"``), else 1 (one after another in this process;
+    also when the flow runs as a subflow on the default thread pool)."""
+    from prefect.context import FlowRunContext
+    from prefect.task_runners import ThreadPoolTaskRunner
+    ctx = FlowRunContext.get()
+    runner = getattr(ctx, "task_runner", None)
+    return cfg.scale.dask_workers if runner is not None and not isinstance(runner, ThreadPoolTaskRunner) else 1
 
 
 def _add_totals(acc: dict, totals: dict) -> dict:
@@ -170,7 +174,8 @@ def run_batches(run_dir: str, config: dict, batches: list[list[dict]], prep: dic
                     spent_t, spent_usd = run_spend(store, store.run_id)
                     share = batch_allowance(caps, spent_t, spent_usd, [s for s in running.values() if s is not None],
                                             min(width - len(running), len(queue) + 1))
-                fut = synth_batch.submit(plans=batch, index=i, budget_share=share and share.model_dump(), **common)
+                fut = synth_batch.submit(plans=batch, index=i, budget_share=None if share is None else share.model_dump(),
+                                         **common)
                 running[fut] = share
             if not running:
                 break
