@@ -432,3 +432,9 @@ def test_a_piece_of_a_split_word_is_no_subject_and_for_example_is_no_part_of_a_q
                   "by time, for example, 001j40Ox1b2c1B2ubbtm4CsuLB4L35wQ.") == {}     # no "Does d sort ...?"
     got = _asked("The index sorts the documents by time, for example.")
     assert got["What does the index sort by time?"] == "the documents", got
+
+
+def test_an_instructions_bracketed_acronym_is_left_out_and_a_pointer_into_the_page_is_no_answer():
+    got = _asked("To sign a JSON Web Token (JWT), use the private key of the service.")
+    assert got == {"How do I sign a JSON Web Token?": "use the private key of the service."}, got   # not "... Token JWT?"
+    assert _asked("Use the following methods to calculate a date.") == {}     # the steps are elsewhere on the page

@@ -652,14 +652,23 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     to_cl = next((c for c in v.children if c.dep_ in ("advcl", "xcomp") and any(
         m.lower_ == "to" and m.dep_ == "aux" for m in c.children)), None)
     if to_cl is not None and clause.subj is None and v.tag_ == "VB" and to_cl.tag_ == "VB" and to_cl.lemma_ != "be":
-        purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct]
+        inside, depth = set(), 0
+        for t in to_cl.subtree:         # a bracketed aside goes with its brackets: "a JSON Web Token (JWT)"
+            depth += t.text == "("
+            if depth:
+                inside.add(t.i)
+            depth -= t.text == ")" and depth > 0
+        purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct
+                   and t.i not in inside]
         if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose):
             if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
                 rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
             else:                   # "Do Y to X." -> the answer is the instruction before it
                 rest = [t for t in sent if t.i < min(x.i for x in to_cl.subtree) and not t.is_space]
             answer = _text([t for t in rest if not (t.is_punct and t.i == rest[0].i)])
-            if len(re.findall(r"[^\W_]+", answer)) >= 2:      # "Use ( ) to enclose ...": no answer "Use"
+            if len(re.findall(r"[^\W_]+", answer)) >= 2 and not _LAYOUT.search(answer):
+                # (no answer "Use" from "Use ( ) to enclose ...", nor "Use the following methods": the steps are
+                # elsewhere on the page)
                 out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how", answer=answer,
                               sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
         return out
