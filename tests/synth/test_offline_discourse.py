@@ -597,3 +597,13 @@ def test_an_opening_question_names_what_it_is_about(monkeypatch):
     assert questioning.names_subject(opener, names), opener
     monkeypatch.setattr(questioning, "OPENER_NAMES_BONUS", 0.0)
     assert not questioning.names_subject(questioning.ask({"passages": [wall], "segment": [], "used_gold": []})[1], names)
+
+
+def test_a_phrase_that_only_says_which_one_is_no_context():
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "How do I specify a new JWT at the beginning of each session?",
+            "answer": "Now that you have implemented a function to generate a signed JWT, you must update the web chat "
+                      "integration. Whenever the existing JWT expires, generate a new one. The Jewish wedding is long."}]
+    got = context_candidates(seg)
+    assert not {"signed jwt", "existing jwt", "new jwt", "each session"} & set(got), got
+    assert "jewish wedding" in got and "web chat integration" in got, got      # names and noun compounds stay

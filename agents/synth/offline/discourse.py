@@ -562,7 +562,8 @@ def context_candidates(segment: list[dict]) -> list[str]:
             if any(x.pos_ == "PROPN" for x in c) and len(norm_np(c.text).split()) >= 2:
                 asked.append(c.text)
     # multiword names the conversation mentioned (questions or answers), written with a capital
-    mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2]
+    which = _modifier_led(segment)
+    mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2 and m not in which]
     people = _people(segment)
     said = _said_words(segment)
     questioned = _said_words([{"question": t.get("question") or ""} for t in segment])
@@ -585,6 +586,26 @@ def context_candidates(segment: list[dict]) -> list[str]:
             # "JSON", "Integer", "Lite" in a passage give no "... in Integer?")
             out.append(k)
     return out[:24]
+
+
+_QUANTIFIERS = {"each", "every", "any", "some", "all", "no", "another", "other", "many", "several", "few"}
+
+
+def _modifier_led(segment: list[dict]) -> set[str]:
+    """The segment's noun phrases (normalised) that are a thing qualified by lower-case adjectives, participles,
+    numbers or determiners only ("a signed JWT", "the existing JWT", "a proper private key", "each session"; not "the
+    Jewish wedding"): they say which one, they name no context ("How do I configure the web chat to include JWTs in
+    existing JWT?")."""
+    texts = [t.get("standalone_question") or t.get("question") or "" for t in segment]
+    texts += [(segment[-1].get("answer") or "")[:600]] if segment else []
+    out = set()
+    for text in texts:
+        for c in parse(text).noun_chunks:
+            pre = [t for t in c if t.i < c.root.i]
+            if pre and all((t.pos_ in ("ADJ", "DET", "NUM") or t.tag_ in ("VBN", "VBG")) and not t.text[:1].isupper()
+                           for t in pre) and any(t.pos_ != "DET" or t.lower_ in _QUANTIFIERS for t in pre):
+                out.add(norm_np(c.text))
+    return out
 
 
 _UI_HEADS = {"icon", "button", "tab", "menu", "field", "fields", "column", "link", "window", "pane", "panel", "page",
