@@ -222,6 +222,7 @@ def _common_noun(word: str) -> bool:
 
 
 _QUANTIFIERS = {"all", "both", "half", "each", "every", "most", "many", "some", "several", "few", "any"}
+_SOME_OR_NONE = _QUANTIFIERS | {"no", "another", "other"}     # how many, or none: no thing of its own
 _DETERMINERS = {"a", "an", "another", "this", "that", "these", "those", "such", "no", "one", "other"}
 
 
@@ -458,7 +459,7 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
             continue          # a person, or a phrase that already refers ("her mother")
-        if c[0].lower_ in _QUANTIFIERS or c[0].lower_ in ("no", "another", "other"):
+        if c[0].lower_ in _SOME_OR_NONE:
             continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
@@ -588,9 +589,6 @@ def context_candidates(segment: list[dict]) -> list[str]:
     return out[:24]
 
 
-_QUANTIFIERS = {"each", "every", "any", "some", "all", "no", "another", "other", "many", "several", "few"}
-
-
 def _modifier_led(segment: list[dict]) -> set[str]:
     """The segment's noun phrases (normalised) that are a thing qualified by lower-case adjectives, participles,
     numbers or determiners only ("a signed JWT", "the existing JWT", "a proper private key", "each session"; not "the
@@ -603,7 +601,7 @@ def _modifier_led(segment: list[dict]) -> set[str]:
         for c in parse(text).noun_chunks:
             pre = [t for t in c if t.i < c.root.i]
             if pre and all((t.pos_ in ("ADJ", "DET", "NUM") or t.tag_ in ("VBN", "VBG")) and not t.text[:1].isupper()
-                           for t in pre) and any(t.pos_ != "DET" or t.lower_ in _QUANTIFIERS for t in pre):
+                           for t in pre) and any(t.pos_ != "DET" or t.lower_ in _SOME_OR_NONE for t in pre):
                 out.add(norm_np(c.text))
     return out
 
