@@ -44,6 +44,10 @@ def connect(store: RunStore) -> duckdb.DuckDBPyConnection:
     Only the run's table files are readable; nothing can be written outside the
     (throw-away) in-memory database, and the settings are locked.
     """
+    return _connect(store)[0]
+
+
+def _connect(store: RunStore) -> tuple[duckdb.DuckDBPyConnection, list[str]]:
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False})
     try:
@@ -61,16 +65,29 @@ def connect(store: RunStore) -> duckdb.DuckDBPyConnection:
     except BaseException:
         con.close()
         raise
-    return con
+    return con, allowed
 
 
 def query(store: RunStore, sql: str):
     """Run a read-only query over the run's tables; returns a pyarrow Table."""
     check_read_only(sql)
-    con = connect(store)
-    try:
-        return con.sql(sql).to_arrow_table()
-    except duckdb.Error as exc:
-        raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from exc
-    finally:
-        con.close()
+    for attempt in range(5):
+        con, files = _connect(store)
+        try:
+            return con.sql(sql).to_arrow_table()
+        except (duckdb.IOException, duckdb.PermissionException) as exc:
+            # a part of a folder table compacted away by a running process since the listing:
+            # list again (the merged part was written before the old ones were deleted)
+            if attempt == 4 or not _vanished(store, files):
+                raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"query failed: {str(exc).splitlines()[0]}") from exc
+        finally:
+            con.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _vanished(store: RunStore, files: list[str]) -> bool:
+    """Whether a file the connection's listing named is gone now (a concurrent compaction)."""
+    import pyarrow.fs as pafs
+    return any(i.type == pafs.FileType.NotFound for i in store.fs.get_file_info(files))

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,11 @@ import pyarrow.parquet as pq
 
 from storage.schemas import SCHEMAS
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: manifest writes are not serialized across processes
+    fcntl = None
+
 MANIFEST = "manifest.json"
 ROW_GROUP_ROWS = 65536            # row groups of tables written batch by batch (TableWriter)
 ROW_GROUP_BYTES = 64 * 1024 * 1024
@@ -42,6 +48,19 @@ TRACKED_PACKAGES = ("mtr-suite", "torch", "prefect", "langgraph", "openai", "sen
 
 class StoreError(RuntimeError):
     """A run directory is missing, malformed or a table is unknown."""
+
+
+def _listing_retry(read, attempts: int = 20):
+    """Run ``read`` (which lists a folder table's parts and reads them) again when a part
+    vanished between the listing and the read: another process compacted the folder (it
+    writes the merged part before deleting the old ones, so a fresh listing is whole)."""
+    for i in range(attempts):
+        try:
+            return read()
+        except FileNotFoundError:
+            if i == attempts - 1:
+                raise
+            time.sleep(0.01 * (i + 1))
 
 
 def new_run_id(prefix: str = "run") -> str:
@@ -182,7 +201,8 @@ class RunStore:
 
     def num_rows(self, name: str) -> int:
         """Row count of a table from the Parquet footers (no data read)."""
-        return sum(pq.ParquetFile(p, filesystem=self.fs).metadata.num_rows for p in self.table_files(name))
+        return _listing_retry(lambda: sum(pq.ParquetFile(p, filesystem=self.fs).metadata.num_rows
+                                          for p in self.table_files(name)))
 
     def append_part(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
         """Append immutable part files to a folder table (``name/part-*.parquet``)."""
@@ -207,10 +227,8 @@ class RunStore:
             return pq.read_table(single, columns=columns, filesystem=self.fs)
         folder = self._p(name)
         if self.fs.get_file_info(folder).type == pafs.FileType.Directory:
-            sel = pafs.FileSelector(folder)
-            parts = sorted(i.path for i in self.fs.get_file_info(sel)
-                           if i.path.endswith(".parquet") and not i.base_name.startswith("."))
-            tables = [pq.read_table(p, columns=columns, filesystem=self.fs) for p in parts]
+            tables = _listing_retry(lambda: [pq.read_table(p, columns=columns, filesystem=self.fs)
+                                             for p in self.table_files(name)])
             if not tables:
                 schema = SCHEMAS.get(name)
                 if schema is None:
@@ -255,8 +273,28 @@ class RunStore:
                 raise StoreError(f"{path} is not valid JSON: {exc}") from exc
 
     def write_manifest(self, **updates: Any) -> dict[str, Any]:
-        """Merge ``updates`` into the manifest, refresh table stats, write atomically."""
+        """Merge ``updates`` into the manifest, refresh table stats, write atomically.
+
+        Processes that share a local run directory (synthesis batches on Dask workers) take
+        turns: the read-merge-write holds an exclusive lock on ``.manifest.lock``, so no
+        process's update is lost to another's."""
         self.ensure()
+        with self._manifest_lock():
+            return self._write_manifest(updates)
+
+    @contextmanager
+    def _manifest_lock(self) -> Iterator[None]:
+        if fcntl is None or not isinstance(self.fs, pafs.LocalFileSystem):
+            yield      # an object store has no advisory locks: its writers must not overlap
+            return
+        with open(self._p(".manifest.lock"), "a+b") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def _write_manifest(self, updates: dict[str, Any]) -> dict[str, Any]:
         man = self.read_manifest()
         man.setdefault("run_id", self.run_id)
         man.setdefault("created_at", _dt.datetime.now(_dt.timezone.utc).isoformat())
@@ -278,6 +316,9 @@ class RunStore:
     def table_stats(self, name: str) -> dict[str, Any]:
         """Rows, file count, bytes and the sha256 of a table's Parquet files (in file order):
         the figures the manifest records and the content hash stage caches key on."""
+        return _listing_retry(lambda: self._stats(name))
+
+    def _stats(self, name: str) -> dict[str, Any]:
         files = self.table_files(name)
         rows = 0
         h = hashlib.sha256()

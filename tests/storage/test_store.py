@@ -62,3 +62,102 @@ def test_duckdb_bad_sql_is_clear(tmp_path):
     store.write_table("chunks", _chunks())
     with pytest.raises(StoreError, match="query failed"):
         query(store, "SELECT nope FROM chunks")
+
+
+def _calls(n: int, tag: str) -> pa.Table:
+    from agents.accounting import CallRecord, records_table
+    recs = [CallRecord(call_id=f"{tag}-{i}", run_id="r", role="q", step="s", endpoint=None, model="m",
+                       backend="offline", prompt_version="1", cache_key=f"k{i}", prompt_tokens=3, completion_tokens=2)
+            for i in range(n)]
+    return records_table([r.values() for r in recs])
+
+
+def test_a_part_compacted_away_between_listing_and_reading_is_read_again(tmp_path):
+    """Another process merges a folder table's parts (writes the merged part, then deletes the
+    old ones) after this one listed them: the read and the manifest's stats list again."""
+    import pyarrow.parquet as pq
+    store = RunStore(str(tmp_path / "r"))
+    for i in range(3):
+        store.append_part("llm_calls", _calls(2, f"p{i}"))
+    real = store.table_files
+    compactions = []
+
+    def table_files(name):
+        files = real(name)
+        if name == "llm_calls" and len(files) > 1 and len(compactions) < 2:   # compact right after this listing
+            store.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in files]))
+            for p in files:
+                store.fs.delete_file(p)
+            compactions.append(len(files))
+        return files
+    store.table_files = table_files
+    assert store.read_table("llm_calls").num_rows == 6 and compactions == [3]
+    store.append_part("llm_calls", _calls(1, "late"))
+    stats = store.write_manifest(x=1)["tables"]["llm_calls"]
+    assert compactions == [3, 2] and stats["rows"] == 7 and stats["files"] == 1
+    assert store.num_rows("llm_calls") == 7
+
+
+def test_a_query_whose_parts_were_compacted_away_lists_them_again(tmp_path, monkeypatch):
+    import pyarrow.parquet as pq
+
+    import storage.duck as duck
+    store = RunStore(str(tmp_path / "r"))
+    for i in range(3):
+        store.append_part("llm_calls", _calls(2, f"p{i}"))
+    real = duck._connect
+    listings = []
+
+    def connect(st):
+        con, files = real(st)
+        listings.append(len(files))
+        if len(listings) == 1:          # another process compacts the folder after this listing
+            st.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in files]))
+            for p in files:
+                st.fs.delete_file(p)
+        return con, files
+    monkeypatch.setattr(duck, "_connect", connect)
+    assert query(store, "SELECT count(*) AS n FROM llm_calls").to_pylist() == [{"n": 6}]
+    assert listings == [3, 1]
+    with pytest.raises(StoreError, match="query failed"):     # a real error still says so, once
+        query(store, "SELECT no_such_column FROM llm_calls")
+    assert listings == [3, 1, 1]
+
+
+def _manifest_writer(path: str, name: str, rounds: int) -> None:
+    import pyarrow.parquet as pq
+    store = RunStore(path)
+    for i in range(rounds):       # CallLog.compact's order: write the merged part, then delete
+        parts = [store.append_part("llm_calls", _calls(1, f"{name}-{i}-{j}")) for j in range(2)]
+        store.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in parts]))
+        for p in parts:
+            store.fs.delete_file(p)
+        store.write_manifest(writers={name: i + 1})
+
+
+def test_processes_sharing_a_run_directory_lose_no_manifest_update(tmp_path):
+    """Synthesis batches on Dask workers write the same run directory: each one compacts its
+    ``llm_calls`` parts and records its totals in the manifest while the others do the same.
+    No process fails on a part another one deleted, and no manifest update is lost."""
+    import multiprocessing as mp
+    path = str(tmp_path / "shared")
+    RunStore(path).ensure()
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_manifest_writer, args=(path, f"w{k}", 25)) for k in range(3)]
+    for p in procs:
+        p.start()
+    try:
+        store = RunStore(path)
+        while any(p.is_alive() for p in procs):
+            store.read_table("llm_calls") if store.has_table("llm_calls") else None
+            store.write_manifest(reader={"alive": sum(p.is_alive() for p in procs)})
+    finally:
+        for p in procs:
+            p.join(120)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    man = RunStore(path).read_manifest()
+    assert man["writers"] == {"w0": 25, "w1": 25, "w2": 25}
+    assert len(set(RunStore(path).read_table("llm_calls").column("call_id").to_pylist())) == 3 * 25 * 2
