@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata, \
     get_checkpoint_metadata
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+BUSY_TIMEOUT_S = 120.0    # how long a write waits for another process's transaction (sqlite's default: 5 s)
 
 _PUT = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, "
         "checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
@@ -41,6 +44,16 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         self._flusher: asyncio.Task | None = None
         self.transactions = 0          # commits made (tests, benchmarks)
         self.statements = 0            # aput / aput_writes calls written
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, conn_string: str) -> AsyncIterator["GroupCommitSqliteSaver"]:
+        """The parent's, with a busy timeout of ``BUSY_TIMEOUT_S``: synthesis batches in parallel worker
+        processes share the run's checkpoint database, and on a loaded machine one process's commit
+        (or the first one's switch to WAL) can hold the write lock past sqlite's default 5 s."""
+        import aiosqlite
+        async with aiosqlite.connect(conn_string, timeout=BUSY_TIMEOUT_S) as conn:
+            yield cls(conn)
 
     async def setup(self) -> None:
         first = not self.is_setup
