@@ -114,6 +114,15 @@ def test_context_phrase_is_what_the_segment_established_and_the_passage_is_about
     assert context_phrase("How do I delete an object?", {"text": "Open the bucket."}, cands) == ""    # not about it
 
 
+def test_a_question_that_names_the_segments_focus_gets_no_lesser_context():
+    from agents.synth.offline.discourse import context_phrase
+    p = {"text": "Secure your web chat integration. The web chat uses an RSA signature with SHA-256."}
+    cands = ["web chat", "rsa signature"]               # the focus, then a name of the last answer
+    assert context_phrase("How do I secure the web chat?", p, cands) == ""     # not "... in RSA signature?"
+    assert context_phrase("How do I rotate the keys?", p, cands) == "RSA signature"   # ("web chat" is no name to add)
+    assert context_phrase("How do I rotate the keys?", p, ["the keys", "rsa signature"]) == ""
+
+
 def test_short_form_needs_a_word_head():
     ibm = QA(question="What does IBM Cloud ® provide?", qtype="what", answer="", sentence="",
              template="What does {T} provide", topic="IBM Cloud ®")

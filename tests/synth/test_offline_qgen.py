@@ -438,3 +438,22 @@ def test_an_instructions_bracketed_acronym_is_left_out_and_a_pointer_into_the_pa
     got = _asked("To sign a JSON Web Token (JWT), use the private key of the service.")
     assert got == {"How do I sign a JSON Web Token?": "use the private key of the service."}, got   # not "... Token JWT?"
     assert _asked("Use the following methods to calculate a date.") == {}     # the steps are elsewhere on the page
+
+
+def test_a_path_split_at_its_slashes_is_rejoined_and_a_count_per_thing_is_no_how_many():
+    assert detokenize("A successful POST /v2 / keys response uses GET /api / v1 / items / {id} and / or TCP / IP") == \
+        "A successful POST /v2/keys response uses GET /api/v1/items/{id} and / or TCP / IP"
+    got = _asked("A successful POST /v2/keys response returns the ID value for your key, along with other metadata.")
+    assert got["What does a successful POST /v2/keys response return for my key?"] == "the ID value", got
+    got = _asked("After reindexing is finished, the collections will contain several hundred documents each.")
+    assert not any(q.startswith("How many") for q in got), got       # no "How many documents each will ...?"
+    assert _asked("The collections will contain several hundred documents.")[
+        "How many documents will the collections contain?"] == "several hundred documents"
+
+
+def test_a_tables_header_row_is_no_task_heading():
+    from agents.synth.offline.qgen import heading_questions
+    text = ("Provisioning instructions Description\n\nProvisioning public instances on the console takes a few "
+            "minutes.\n\nProvisioning public instances\n\nYou can provision a public instance from the catalog.")
+    asked = [q.question for q in heading_questions(text)]
+    assert asked == ["How do I provision public instances?"], asked       # not "How do I provision instructions ...?"

@@ -633,9 +633,9 @@ def _said_words(segment: list[dict]) -> set[str]:
 
 def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     """The phrase of the segment's context that the question leaves implicit: the first candidate
-    (:func:`context_candidates`) that the question does not name (at most half of its words) and the
-    question's passage contains - a name (:func:`_names_something`), as the passage writes it
-    ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
+    (:func:`context_candidates`) that the question's passage contains, when the question names no
+    candidate before it (half of its words or more) - a name (:func:`_names_something`), as the passage
+    writes it ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
     passage about it -> "IBM Cloud Object Storage"); "" when none."""
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
     title = passage.get("title") or ""
@@ -645,7 +645,9 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     for k in candidates:
         kw = k.split()
         if 2 * sum(w in qw for w in kw) >= len(kw):
-            continue          # the question already names it (half of its words or more)
+            return ""         # the question already names it (half of its words or more), and it is more salient
+                              # than any context left to add: "How do I secure the web chat?" in a conversation
+                              # about the web chat needs no "... in RSA signature?" from the last answer
         ms = list(phrase_pattern(kw).finditer(text))
         if not ms:
             continue

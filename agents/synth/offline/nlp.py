@@ -55,6 +55,8 @@ _DETOK = [
     (re.compile(r"\s+-\s+(?=\w)(?<=\w\s-\s)"), "-"),
 ]
 _WS = re.compile(r"\s+")
+# a path the tokenizer split at its slashes: "POST /v2 / keys" -> "POST /v2/keys" (the left part starts with "/")
+_PATH_SPLIT = re.compile(r"(?<!\S)(/[\w.{}:-]+(?:/[\w.{}:-]+)*) / (?=[\w{])")
 
 
 def detokenize(text: str) -> str:
@@ -63,6 +65,10 @@ def detokenize(text: str) -> str:
     for pat, rep in _DETOK:
         t = pat.sub(rep, t)
     t = re.sub(r'"\s+([^"]*?)\s+"', r'"\1"', t)
+    while "/ " in t:
+        t, n = _PATH_SPLIT.subn(r"\1/", t)
+        if not n:
+            break
     return t
 
 

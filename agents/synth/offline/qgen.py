@@ -795,7 +795,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         # how many / how much in the object: "built 302 watchtowers" -> "How many watchtowers did X build?"
         if c.dep_ == "dobj":
             num = next((x for x in c.children if x.dep_ == "nummod" and (x.like_num or x.lower_ in _NUM_WORDS)), None)
-            if num is not None and c.tag_ == "NNS" and c.ent_type_ in ("", "CARDINAL"):
+            if num is not None and c.tag_ == "NNS" and c.ent_type_ in ("", "CARDINAL") \
+                    and not any(x.lower_ in ("each", "apiece") for x in c.children):
+                # ("will contain several hundred documents each": a count per thing, no "How many documents each ...?")
                 vp_rest = _vp(clause, {c.i})
                 vg = _verb_group(clause, True, ["{T}"])
                 if vp_rest is not None and vg is not None:
@@ -923,6 +925,10 @@ def cut_short(answer: str) -> bool:
         or (last.tag_ == "VBG" and doc[-2].pos_ == "ADP")
 
 
+_COLUMN_HEADS = {"description", "descriptions", "details", "notes", "value", "values", "type", "default", "example",
+                 "examples", "status", "link", "links", "comments", "purpose", "required"}
+
+
 def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
     """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
     them ("How do I update CDN configuration details?"); the answer is the first sentence of
@@ -945,6 +951,8 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
             continue
         if any(t.tag_ in ("VBZ", "VBD", "VBP", "MD") for t in doc[1:]):
             continue        # a sentence, not a task: "Creating contextual entities is easier"
+        if any(a.islower() and b.lower() in _COLUMN_HEADS and b[:1].isupper() for a, b in zip(w, w[1:])):
+            continue        # a table's header row: "Provisioning instructions Description" is two columns
         rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
         rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
