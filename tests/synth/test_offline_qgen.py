@@ -457,3 +457,8 @@ def test_a_tables_header_row_is_no_task_heading():
             "minutes.\n\nProvisioning public instances\n\nYou can provision a public instance from the catalog.")
     asked = [q.question for q in heading_questions(text)]
     assert asked == ["How do I provision public instances?"], asked       # not "How do I provision instructions ...?"
+
+
+def test_an_instruction_to_do_the_task_itself_is_no_method():
+    assert _asked("Try again to import the edited skill.") == {}           # no "How do I import ...?" -> "Try again"
+    assert _asked("Use the CLI to create a bucket.") == {"How do I create a bucket?": "Use the CLI"}

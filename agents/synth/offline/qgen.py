@@ -639,6 +639,11 @@ def sentence_ok(sent) -> bool:
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
 
 
+# verbs whose "to" complement is the task itself, not a purpose: "Try again to X", "Remember to X", "Continue to X"
+_TASK_AS_COMPLEMENT = {"try", "retry", "attempt", "remember", "forget", "continue", "begin", "start", "choose",
+                       "decide", "need", "want", "wait", "plan", "hesitate", "fail", "learn", "prefer", "like", "expect"}
+
+
 def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") -> list[QA]:
     """Every question the clause of ``sent`` supports (see the module docstring)."""
     out: list[QA] = []
@@ -651,6 +656,8 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     # "To X, do Y." instructions (manuals) -> "How do I X?"
     to_cl = next((c for c in v.children if c.dep_ in ("advcl", "xcomp") and any(
         m.lower_ == "to" and m.dep_ == "aux" for m in c.children)), None)
+    if to_cl is not None and to_cl.dep_ == "xcomp" and v.lemma_.lower() in _TASK_AS_COMPLEMENT:
+        return out      # "Try again to import the skill" says to do the task, not how: no "How do I import ...?"
     if to_cl is not None and clause.subj is None and v.tag_ == "VB" and to_cl.tag_ == "VB" and to_cl.lemma_ != "be":
         inside, depth = set(), 0
         for t in to_cl.subtree:         # a bracketed aside goes with its brackets: "a JSON Web Token (JWT)"
