@@ -462,3 +462,21 @@ def test_a_tables_header_row_is_no_task_heading():
 def test_an_instruction_to_do_the_task_itself_is_no_method():
     assert _asked("Try again to import the edited skill.") == {}           # no "How do I import ...?" -> "Try again"
     assert _asked("Use the CLI to create a bucket.") == {"How do I create a bucket?": "Use the CLI"}
+
+
+def test_the_writers_we_is_not_the_askers():
+    assert _asked("IBM Cloud provides further details at our data centers.") == {}     # whose? the writer's
+    assert _asked("But our show really did cross the line between funny and really serious.") == {}   # a quote
+    assert _asked("IBM Cloud provides further details at the data centers.")
+
+
+def test_a_heading_is_asked_about_as_its_text_writes_it():
+    from agents.synth.offline.qgen import as_written, np_heading_questions
+    got = np_heading_questions(["Default Spark configuration",
+                                "The service sets a default Spark configuration for every job.", "x"])
+    assert [q.question for q in got] == ["What is the default Spark configuration?"]      # not "What is Default ..."
+    got = np_heading_questions(["Cross River gorilla",
+                                "The population of the Cross River gorilla declined as gorilla habitats shrank.", "x"])
+    assert [q.question for q in got] == ["What is the Cross River gorilla?"]
+    assert as_written("World War I", "World War I began in 1914. During World War I, ...") == "World War I"
+    assert as_written("IBM Cloud Backup", "Use IBM Cloud Backup to back up.") == "IBM Cloud Backup"

@@ -901,7 +901,7 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 qa = replace(qa, question=mine, template=_as_mine(qa.template), topic=_as_mine(qa.topic))
             if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
                     and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))) \
-                    and not points_into_the_passage(qa.question):
+                    and not points_into_the_passage(qa.question) and not _WRITERS_WE.search(qa.question):
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out), title))
@@ -910,6 +910,10 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+# the writer's "we" (a company's "our data centers", a quoted speaker's "our show"): the asker is not them
+_WRITERS_WE = re.compile(r"\b(?:we|our|ours|us|ourselves)\b", re.IGNORECASE)
 
 
 def points_into_the_passage(question: str) -> bool:
@@ -1028,12 +1032,32 @@ def faq_questions(lines: list[str], start: int = 0) -> list[QA]:
     return out
 
 
+def as_written(phrase: str, text: str) -> str:
+    """A heading's phrase as the text writes it inside its sentences: a first word capitalised only by the
+    heading's sentence case in lower case when the text writes it so ("Default Spark configuration" ->
+    "default Spark configuration"), and "the" before it when the text writes "the/a <phrase>" ("the Cross River
+    gorilla", "the Great Wall of China", "the default Spark configuration")."""
+    ws = phrase.split()
+    if not ws or ws[0].lower() in ("the", "a", "an"):
+        return phrase
+    rest = (r"\s+" + r"\s+".join(map(re.escape, ws[1:]))) if len(ws) > 1 else ""
+    if len(ws) > 1 and ws[0][:1].isupper() and not ws[0][1:2].isupper() \
+            and re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0].lower())}{rest}\b", text) \
+            and not re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0])}{rest}\b", text):
+        ws[0] = ws[0].lower()
+    phrase = " ".join(ws)
+    if re.search(rf"\b(?:the|an?)\s+{re.escape(ws[0])}{rest}\b", text, re.IGNORECASE):
+        return "the " + phrase        # a count noun, or a name written with "the"
+    return phrase
+
+
 def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
     """Noun-phrase headings ("Multipart transfers") asked as definitions ("What are multipart
     transfers?") when the first sentence under the heading talks about the heading's head noun;
     that sentence is the answer. The heading is the question's topic (a follow-up may refer
     back to it)."""
     out: list[QA] = []
+    body = "\n".join(lines)
     for i, line in enumerate(lines[:-1]):
         w = line.split()
         if not 2 <= len(w) <= 5 or line.endswith((".", ":", "?", "!", ",", ";")) or _GENERIC_HEADINGS.match(line):
@@ -1054,7 +1078,9 @@ def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
                                      for t in doc))
         plural = head.tag_ in ("NNS", "NNPS")
         be = "are" if plural else "is"
-        topic = phrase if any(t.pos_ == "PROPN" for t in doc) else f"the {phrase}" if not plural else phrase
+        phrase = as_written(phrase, body)
+        topic = phrase if any(t.pos_ == "PROPN" for t in doc) or phrase.startswith("the ") \
+            else f"the {phrase}" if not plural else phrase
         q = finish(f"What {be} {phrase}")
         if well_formed(q) is not None:
             continue

@@ -50,7 +50,7 @@ from agents.synth.offline.discourse import (DiscourseShares, context_candidates,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, parse
-from agents.synth.offline.qgen import QA, _verb_past, finish, passage_questions, well_formed
+from agents.synth.offline.qgen import QA, _verb_past, as_written, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import content_words, jaccard_words, words
 
@@ -330,9 +330,8 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     if not title:           # the passage's first line when it is a short heading
         first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
         title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
-    if title and not title.lower().startswith(("the ", "a ", "an ")) and \
-            re.search(rf"\bthe {re.escape(title)}\b", passages[i]["text"], re.IGNORECASE):
-        title = "the " + title      # as the passage writes it: "What is the Great Wall of China?"
+    if title:
+        title = as_written(title, passages[i]["text"])    # "What is the Great Wall of China?"
     q = finish(f"What is {title}") if title and len(title.split()) <= 6 else ""
     if not q or well_formed(q) is not None:
         q = "What else should I know about this topic?"       # the verifier decides; usually rejected
