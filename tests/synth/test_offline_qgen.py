@@ -474,9 +474,23 @@ def test_a_heading_is_asked_about_as_its_text_writes_it():
     from agents.synth.offline.qgen import as_written, np_heading_questions
     got = np_heading_questions(["Default Spark configuration",
                                 "The service sets a default Spark configuration for every job.", "x"])
-    assert [q.question for q in got] == ["What is the default Spark configuration?"]      # not "What is Default ..."
+    assert [q.question for q in got] == ["What is default Spark configuration?"]      # not "What is Default ..."
     got = np_heading_questions(["Cross River gorilla",
                                 "The population of the Cross River gorilla declined as gorilla habitats shrank.", "x"])
     assert [q.question for q in got] == ["What is the Cross River gorilla?"]
     assert as_written("World War I", "World War I began in 1914. During World War I, ...") == "World War I"
     assert as_written("IBM Cloud Backup", "Use IBM Cloud Backup to back up.") == "IBM Cloud Backup"
+    assert as_written("North Carolina", "It is home to the North Carolina Tar Heels.") == "North Carolina"
+    assert as_written("Default Spark configuration", "You can specify default Spark configurations.") == \
+        "default Spark configuration"
+
+
+def test_a_number_after_its_noun_is_a_label_not_a_count():
+    got = _asked("Versions 4.11 and later include support for Kubernetes pod security admission.")
+    assert not any(q.startswith("How many") for q in got), got      # no "How many Versions include support?"
+    got = _asked("About 5,000 people escaped over the wall.")
+    assert got["How many people escaped over the wall?"] == "About 5,000 people", got
+
+
+def test_an_amount_as_the_subject_is_asked_about_by_no_question():
+    assert _asked("Despite this, only one-sixth of India's population lived in cities by 1951.") == {}   # no "sixth"

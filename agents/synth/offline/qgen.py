@@ -414,6 +414,9 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         else:
             ant = None
         return (ant, PERSONAL.get(low, "SING")) if ant else None
+    if subj.ent_type_ in ("CARDINAL", "PERCENT", "QUANTITY") and subj.pos_ != "PROPN":
+        return None     # an amount as the subject ("one-sixth of India's population lived ..."): its head says nothing
+                        # alone ("Where did sixth live?"), and the amount is what the sentence states
     toks = np_tokens(subj)
     if not toks:
         return None
@@ -838,12 +841,14 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     out.append(qa)
     # how many in the subject: "about 5,000 people escaped" -> "How many people escaped over the wall?"
     num = next((x for x in clause.subj.children if x.dep_ == "nummod"), None) if not subj_is_pron else None
-    if num is not None and clause.subj.tag_ == "NNS":
+    if num is not None and clause.subj.tag_ == "NNS" and num.i < clause.subj.i:
+        # (a number after its noun is a label, not a count: "Versions 4.11 and later include ...")
         vp = _vp(clause, set())
         if vp is not None:
             aux = [a.text for a in clause.auxes]
-            q = finish(" ".join(["How many", clause.subj.text] + aux + [v.text] + vp))
-            out.append(QA(question=q, qtype="how_many", answer=_text(num.subtree) + " " + clause.subj.text,
+            noun = clause.subj.text if clause.subj.i != sent.start or _keep_case(clause.subj) else clause.subj.lower_
+            q = finish(" ".join(["How many", noun] + aux + [v.text] + vp))
+            out.append(QA(question=q, qtype="how_many", answer=_text(num.subtree) + " " + noun,
                           sentence=_text(sent), verb=v.lemma_, sent_index=idx, score=1.2))
     # subject who: "Bill Gates founded Microsoft" -> "Who founded Microsoft?" (the object is the topic)
     if subj_ent in ("PERSON", "ORG") and not clause.passive and not subj_is_pron and v.lemma_ != "be":
@@ -1035,19 +1040,21 @@ def faq_questions(lines: list[str], start: int = 0) -> list[QA]:
 def as_written(phrase: str, text: str) -> str:
     """A heading's phrase as the text writes it inside its sentences: a first word capitalised only by the
     heading's sentence case in lower case when the text writes it so ("Default Spark configuration" ->
-    "default Spark configuration"), and "the" before it when the text writes "the/a <phrase>" ("the Cross River
-    gorilla", "the Great Wall of China", "the default Spark configuration")."""
+    "default Spark configuration"), and "the" before it when the text writes "the <phrase>" as a phrase of its
+    own ("the Cross River gorilla", "the Great Wall of China"; not "the North Carolina" from "the North Carolina
+    General Assembly": :func:`agents.synth.offline.discourse._with_article`)."""
+    from agents.synth.offline.discourse import _with_article
     ws = phrase.split()
     if not ws or ws[0].lower() in ("the", "a", "an"):
         return phrase
     rest = (r"\s+" + r"\s+".join(map(re.escape, ws[1:]))) if len(ws) > 1 else ""
     if len(ws) > 1 and ws[0][:1].isupper() and not ws[0][1:2].isupper() \
-            and re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0].lower())}{rest}\b", text) \
-            and not re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0])}{rest}\b", text):
+            and re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0].lower())}{rest}s?\b", text) \
+            and not re.search(rf"[a-z,;]\s+(?:the\s+)?{re.escape(ws[0])}{rest}s?\b", text):
         ws[0] = ws[0].lower()
     phrase = " ".join(ws)
-    if re.search(rf"\b(?:the|an?)\s+{re.escape(ws[0])}{rest}\b", text, re.IGNORECASE):
-        return "the " + phrase        # a count noun, or a name written with "the"
+    if _with_article(list(re.finditer(rf"\b{re.escape(ws[0])}{rest}s?\b", text, re.IGNORECASE)), text):
+        return "the " + phrase
     return phrase
 
 
