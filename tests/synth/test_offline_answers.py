@@ -31,6 +31,25 @@ def test_answer_is_the_span_then_its_context():
     assert v.answerable and v.faithful and v.novel, v.reason
 
 
+SKILLS = {"doc_id": "s", "title": "",
+          "text": "Renaming a skill\n\nYou can change the name of a skill after you create it. To rename a skill, "
+                  "follow these steps:\n\n1. Open the skill.\n2. Click the name and type a new one.\n3. Click Save."
+                  "\n\nDeleting a skill\n\nDeleted skills cannot be restored by support."}
+
+
+def test_an_answer_brings_the_list_its_sentence_announces_and_no_heading_after_it():
+    from agents.synth.offline.answering import supporting_context
+    a = Answerer().run_offline({"question": "How do I rename a skill?", "standalone_question":
+                                "How do I rename a skill?", "passage": SKILLS}).answer
+    assert a == ("You can change the name of a skill after you create it. To rename a skill, follow these steps: "
+                 "Open the skill. Click the name and type a new one. Click Save."), a     # not ending at the colon
+    v = _verify("How do I rename a skill?", a, SKILLS)
+    assert v.answerable and v.faithful, v.reason
+    sents = ["Click Save.", "Deleting a skill", "Deleted skills cannot be restored."]
+    assert supporting_context(sents, 0) == "Click Save."       # the next section's heading is no part of it
+    assert supporting_context(["A b c.", "D e f.", "G h i."], 0) == "A b c. D e f."
+
+
 def test_verifier_rejects_an_answer_of_the_wrong_type():
     a = "East Germany. It was built by East Germany in 1961."
     v = _verify("When was the Berlin Wall built?", a, WALL)

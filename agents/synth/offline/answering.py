@@ -65,11 +65,38 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     idx = next((i for i, s in enumerate(sents) if _key(s) == _key(sentence)), None)
     if idx is None:
         idx = max(range(len(sents)), key=lambda i: jaccard_words(sents[i], sentence))
-    context = " ".join(sents[idx: idx + 2])
+    context = supporting_context(sents, idx)
     span = span.strip().rstrip(".,;: ")     # no "every 90 days,."
     if span and _key(span) != _key(sentence):
         return f"{span[0].upper() + span[1:]}. {context}"
     return context
+
+
+LIST_ITEMS = 6          # list items a lead-in ("To rename a skill, follow these steps:") brings into an answer
+
+
+def _a_sentence(s: str) -> bool:
+    """Ends like a sentence or a list item: not a heading ("Renaming a skill") left after the answer."""
+    return s.rstrip().endswith((".", "!", "?", ":", ";", ")", '"', "”"))
+
+
+def supporting_context(sents: list[str], idx: int) -> str:
+    """The answer's supporting context: sentence ``idx`` and the next one, the next one only when it is a
+    sentence (a heading after it belongs to the next section: no "... a skill. Renaming a skill"); a
+    sentence that leads into a list ("follow these steps:") brings the list (up to ``LIST_ITEMS`` items that
+    end like sentences), so no answer ends at a colon without what it announces."""
+    out = [sents[idx]]
+    j = idx + 1
+    if not out[-1].rstrip().endswith(":") and j < len(sents) and _a_sentence(sents[j]):
+        out.append(sents[j])
+        j += 1
+    if out[-1].rstrip().endswith(":"):
+        items = 0
+        while j < len(sents) and items < LIST_ITEMS and _a_sentence(sents[j]) and not sents[j].rstrip().endswith(":"):
+            out.append(sents[j])
+            j += 1
+            items += 1
+    return " ".join(out)
 
 
 def _request_subject(question: str) -> str:
