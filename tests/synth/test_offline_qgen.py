@@ -462,6 +462,7 @@ def test_a_tables_header_row_is_no_task_heading():
 def test_an_instruction_to_do_the_task_itself_is_no_method():
     assert _asked("Try again to import the edited skill.") == {}           # no "How do I import ...?" -> "Try again"
     assert _asked("Use the CLI to create a bucket.") == {"How do I create a bucket?": "Use the CLI"}
+    assert "Does the service continue to support legacy keys?" in _asked("The service continues to support legacy keys.")
 
 
 def test_the_writers_we_is_not_the_askers():

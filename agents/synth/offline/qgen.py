@@ -659,8 +659,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     # "To X, do Y." instructions (manuals) -> "How do I X?"
     to_cl = next((c for c in v.children if c.dep_ in ("advcl", "xcomp") and any(
         m.lower_ == "to" and m.dep_ == "aux" for m in c.children)), None)
-    if to_cl is not None and to_cl.dep_ == "xcomp" and v.lemma_.lower() in _TASK_AS_COMPLEMENT:
+    if to_cl is not None and clause.subj is None and to_cl.dep_ == "xcomp" and v.lemma_.lower() in _TASK_AS_COMPLEMENT:
         return out      # "Try again to import the skill" says to do the task, not how: no "How do I import ...?"
+                        # (with a subject the clause is a statement: "The service continues to support legacy keys")
     if to_cl is not None and clause.subj is None and v.tag_ == "VB" and to_cl.tag_ == "VB" and to_cl.lemma_ != "be":
         inside, depth = set(), 0
         for t in to_cl.subtree:         # a bracketed aside goes with its brackets: "a JSON Web Token (JWT)"
