@@ -270,17 +270,7 @@ class CallLog:
         with self._write_lock:
             if self.store is None or len(self._parts) < 2:
                 return
-            import pyarrow.parquet as pq
-            fs = self.store.fs
-            tables = [pq.read_table(p, filesystem=fs) for p in self._parts]
-            merged = pa.concat_tables(tables).cast(LLM_CALLS)
-            new = self.store.append_part(TABLE, merged)
-            for p in self._parts:
-                try:
-                    fs.delete_file(p)
-                except OSError:  # pragma: no cover - already gone
-                    pass
-            self._parts = [new]
+            self._parts = [self.store.merge_parts(TABLE, self._parts, LLM_CALLS)]
 
     def run_totals(self) -> RoleTotals:
         return _sum_totals(self.totals.values())

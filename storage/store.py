@@ -219,6 +219,20 @@ class RunStore:
         self.fs.move(tmp, f"{folder}/{part}")
         return f"{folder}/{part}"
 
+    def merge_parts(self, name: str, parts: list[str], schema: pa.Schema | None = None) -> str:
+        """Replace ``parts`` of folder table ``name`` by one part holding their rows; returns its path.
+        The merged part is written before the old ones are deleted, so a reader in another process
+        sees every row at any moment (perhaps twice, never none) and one that listed a deleted part
+        lists again (:func:`_listing_retry`)."""
+        merged = pa.concat_tables([pq.read_table(p, filesystem=self.fs) for p in parts])
+        new = self.append_part(name, merged, schema)
+        for p in parts:
+            try:
+                self.fs.delete_file(p)
+            except OSError:  # pragma: no cover - already gone
+                pass
+        return new
+
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         self._check_name(name)
         single = self.table_path(name)

@@ -75,7 +75,6 @@ def _calls(n: int, tag: str) -> pa.Table:
 def test_a_part_compacted_away_between_listing_and_reading_is_read_again(tmp_path):
     """Another process merges a folder table's parts (writes the merged part, then deletes the
     old ones) after this one listed them: the read and the manifest's stats list again."""
-    import pyarrow.parquet as pq
     store = RunStore(str(tmp_path / "r"))
     for i in range(3):
         store.append_part("llm_calls", _calls(2, f"p{i}"))
@@ -85,9 +84,7 @@ def test_a_part_compacted_away_between_listing_and_reading_is_read_again(tmp_pat
     def table_files(name):
         files = real(name)
         if name == "llm_calls" and len(files) > 1 and len(compactions) < 2:   # compact right after this listing
-            store.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in files]))
-            for p in files:
-                store.fs.delete_file(p)
+            store.merge_parts("llm_calls", files)
             compactions.append(len(files))
         return files
     store.table_files = table_files
@@ -99,8 +96,6 @@ def test_a_part_compacted_away_between_listing_and_reading_is_read_again(tmp_pat
 
 
 def test_a_query_whose_parts_were_compacted_away_lists_them_again(tmp_path, monkeypatch):
-    import pyarrow.parquet as pq
-
     import storage.duck as duck
     store = RunStore(str(tmp_path / "r"))
     for i in range(3):
@@ -112,9 +107,7 @@ def test_a_query_whose_parts_were_compacted_away_lists_them_again(tmp_path, monk
         con, files = real(st)
         listings.append(len(files))
         if len(listings) == 1:          # another process compacts the folder after this listing
-            st.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in files]))
-            for p in files:
-                st.fs.delete_file(p)
+            st.merge_parts("llm_calls", files)
         return con, files
     monkeypatch.setattr(duck, "_connect", connect)
     assert query(store, "SELECT count(*) AS n FROM llm_calls").to_pylist() == [{"n": 6}]
@@ -125,13 +118,10 @@ def test_a_query_whose_parts_were_compacted_away_lists_them_again(tmp_path, monk
 
 
 def _manifest_writer(path: str, name: str, rounds: int) -> None:
-    import pyarrow.parquet as pq
     store = RunStore(path)
-    for i in range(rounds):       # CallLog.compact's order: write the merged part, then delete
+    for i in range(rounds):       # as CallLog.compact does at close
         parts = [store.append_part("llm_calls", _calls(1, f"{name}-{i}-{j}")) for j in range(2)]
-        store.append_part("llm_calls", pa.concat_tables([pq.read_table(p) for p in parts]))
-        for p in parts:
-            store.fs.delete_file(p)
+        store.merge_parts("llm_calls", parts)
         store.write_manifest(writers={name: i + 1})
 
 
