@@ -108,6 +108,21 @@ def test_cache_lookup_decodes_only_the_row_groups_it_needs(tmp_path, monkeypatch
     assert extra is not None
 
 
+def test_one_row_parts_are_merged_once_there_are_many(tmp_path):
+    """A query vector is a part of one row; past ``SMALL_PARTS_MAX`` small parts they are merged, so a lookup
+    (which lists the parts) stays fast, and every vector is still found, by this cache and a fresh one."""
+    cache = EmbeddingCache(tmp_path)
+    hashes = [content_hash(f"q{i}") for i in range(3 * emb.SMALL_PARTS_MAX)]
+    vecs = np.arange(len(hashes) * 4, dtype=np.float32).reshape(-1, 4)
+    for i, h in enumerate(hashes):
+        cache.add("m", [h], vecs[i:i + 1])
+        assert len(list((tmp_path / "m").glob("part-*.parquet"))) <= emb.SMALL_PARTS_MAX
+    for c in (cache, EmbeddingCache(tmp_path)):
+        found = c.lookup("m", hashes)
+        assert len(found) == len(hashes) and all(np.array_equal(found[h], vecs[i]) for i, h in enumerate(hashes))
+    assert sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "m").glob("part-*.parquet")) == len(hashes)
+
+
 def test_cluster_texts_follow_the_embedding_order(tmp_path):
     store = RunStore(str(tmp_path / "run")).ensure()
     rows = [Chunk(f"d{i}#0", f"d{i}", 0, "", f"text {i}", 0, 6).to_row() for i in range(5)]
