@@ -52,6 +52,11 @@ class SynthConfig(BaseModel):
     offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a follow-up "
                                             "loses per idf unit above 4 of each word that is rare in the corpus and "
                                             "new to the conversation (people ask follow-ups in the words they have)")
+    offline_history_need_weight: float = Field(3.0, ge=0, description=(
+        "offline backend: ranking points a follow-up that leans on the conversation gains for how much the corpus "
+        "search (the uniqueness check's) needs the conversation to find its passage: the gain in 1/log2(1 + rank) of "
+        "the gold passage from the question as asked to its standalone form, top 10; a follow-up whose own words "
+        "find its passage tests nothing conversational. 0 = off"))
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

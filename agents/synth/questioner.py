@@ -13,6 +13,9 @@ reason as feedback.
 """
 from __future__ import annotations
 
+import math
+from typing import Callable
+
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE
@@ -96,7 +99,44 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
                           "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share,
                           "request": ctx.cfg.offline_request_share},
-            "rare": rare_words(ctx, shown), "rare_weight": ctx.cfg.offline_rare_word_weight}
+            "rare": rare_words(ctx, shown), "rare_weight": ctx.cfg.offline_rare_word_weight,
+            "need": history_need(ctx)}
+
+
+NEED_K = 10     # the corpus search's depth for the offline questioner's history need
+
+
+def history_need(ctx: GraphContext) -> "HistoryNeed | None":
+    """The offline questioner's :class:`HistoryNeed` on the uniqueness check's whole-corpus search
+    (``ctx.need_search``, set when the questioner runs offline), its hits kept in ``ctx.need_hits``; None when off
+    (no search, or ``offline_history_need_weight`` 0)."""
+    search = getattr(ctx, "need_search", None)
+    if search is None or ctx.cfg.offline_history_need_weight <= 0:
+        return None
+    return HistoryNeed(search, ctx.cfg.offline_history_need_weight, ctx.need_hits)
+
+
+class HistoryNeed:
+    """``need(gold_id, asked, standalone)``: the ranking points a follow-up gains for needing the conversation to be
+    found: ``weight`` x (g(standalone) - g(asked)), g = 1 / log2(1 + rank) of the gold passage in the corpus search's
+    top ``NEED_K`` (0 below it); 0 for a follow-up asked in full. The hits are kept per query in ``cache`` (a retry
+    renders the same candidates again). Each query is searched alone: its hits do not depend on what else was
+    searched, so the ranking is the same whatever the conversations in flight (a batched dense encoding may round
+    differently)."""
+
+    def __init__(self, search: Callable[[str, int], list[str]], weight: float, cache: dict[str, tuple[str, ...]]):
+        self.search, self.weight, self.cache = search, weight, cache
+
+    def gain(self, gold: str, query: str) -> float:
+        if query not in self.cache:
+            if len(self.cache) > 50_000:
+                self.cache.clear()
+            self.cache[query] = tuple(self.search(query, NEED_K))
+        hits = self.cache[query]
+        return 1.0 / math.log2(2 + hits.index(gold)) if gold in hits else 0.0
+
+    def __call__(self, gold: str, asked: str, standalone: str) -> float:
+        return 0.0 if asked == standalone else self.weight * (self.gain(gold, standalone) - self.gain(gold, asked))
 
 
 def rare_words(ctx: GraphContext, shown: list[dict]) -> dict[str, float]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -187,9 +188,12 @@ def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_d
                     corpus_sha: str | None = None) -> Callable[[str, int], list[str]]:
     """``search(query, k) -> top-k chunk ids`` of the uniqueness check (see :func:`uniqueness_retriever`)."""
     retriever = uniqueness_retriever(store, corpus, kind, cache_dir, corpus_sha)
+    lock = threading.Lock()     # one search at a time: the uniqueness check's worker thread and the offline
+                                # questioner (event loop) share the retriever
 
     def search(query: str, k: int) -> list[str]:
-        run = retriever.search({"q": query}, k=k).get("q", {})
+        with lock:
+            run = retriever.search({"q": query}, k=k).get("q", {})
         return [d for d, _ in sorted(run.items(), key=lambda p: (-p[1], p[0]))][:k]
     return search
 
@@ -254,7 +258,9 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store, seed_budget=seed_budget) as llm:
         pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
         idf = word_idf(corpus) if cfg.offline_rare_word_weight > 0 and _offline_questioner(llm_cfg) else {}
-        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf),
+        need = search if cfg.offline_history_need_weight > 0 and _offline_questioner(llm_cfg) else None
+        graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf,
+                                         need_search=need),
                             checkpointer=saver)
         sem = asyncio.Semaphore(cfg.concurrency)
         stop = asyncio.Event()

@@ -49,6 +49,8 @@ class GraphContext:
     views: dict[str, frozenset[str]] = field(default_factory=dict)   # focus_passages' content-word cache
     related: dict[str, list[str]] = field(default_factory=dict)   # page name -> corpus search hits (turn.select)
     idf: dict[str, float] = field(default_factory=dict)   # rare corpus words -> idf (turn.word_idf; offline questioner)
+    need_search: Callable[[str, int], list[str]] | None = None   # the offline questioner's history-need search
+    need_hits: dict[str, tuple[str, ...]] = field(default_factory=dict)   # its cache: query -> top-k chunk ids
 
 
 def seeded_rng(*parts: Any) -> random.Random:

@@ -616,3 +616,92 @@ def test_a_phrase_that_only_says_which_one_is_no_context():
     got = context_candidates(seg)
     assert not {"signed jwt", "existing jwt", "new jwt", "each session"} & set(got), got
     assert "jewish wedding" in got and "web chat integration" in got, got      # names and noun compounds stay
+
+
+def test_history_need_is_the_gold_ranks_gain_from_the_asked_form_to_the_standalone_form():
+    """1 / log2(1 + rank) of the gold passage in the corpus search's top 10, standalone minus asked, times the
+    weight; nothing for a follow-up asked in full; each query searched once; off without a search or a weight."""
+    import math
+    from types import SimpleNamespace
+
+    import pytest
+
+    from agents.synth.config import SynthConfig
+    from agents.synth.questioner import NEED_K, history_need
+    hits = {"When was it built?": ["x", "y"], "When was the Berlin Wall built?": ["wall", "x"],
+            "When was the wall built?": ["x", "y", "wall"], "And in 1961?": ["wall"]}
+    asked = []
+
+    def search(q, k):
+        asked.append((q, k))
+        return hits.get(q, [])
+    ctx = SimpleNamespace(need_search=search, need_hits={}, cfg=SynthConfig(offline_history_need_weight=2.0))
+    need = history_need(ctx)
+    assert need("wall", "When was it built?", "When was the Berlin Wall built?") == 2.0      # found only in full
+    assert need("wall", "When was the wall built?", "When was the Berlin Wall built?") == pytest.approx(2.0 * (1 - 0.5))
+    assert need("wall", "And in 1961?", "When was it built?") == -2.0           # the rewrite loses what the question finds
+    assert need("wall", "When was the Berlin Wall built?", "When was the Berlin Wall built?") == 0.0   # asked in full
+    assert sorted(asked) == sorted({(q, NEED_K) for q in hits})                      # each query once
+    assert 1.0 / math.log2(2 + 2) == 0.5
+    assert history_need(SimpleNamespace(need_search=None, need_hits={}, cfg=SynthConfig())) is None
+    assert history_need(SimpleNamespace(need_search=search, need_hits={},
+                                        cfg=SynthConfig(offline_history_need_weight=0.0))) is None
+
+
+def test_a_follow_up_the_search_finds_only_with_the_conversation_ranks_first():
+    """Of the rendered follow-ups, the one whose passage the corpus search finds only through its standalone form
+    is asked, over the questioner's first choice when that one's own words find its passage."""
+    from agents.synth.offline import questioning
+    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
+            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
+            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
+    x = {"passages": [SUPER_BOWL], "segment": seg, "used_gold": ["sb"], "attempt": 0,
+         "previous_standalone": ["Where was Super Bowl XXVII played?"], "previous_questions": [],
+         "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.35, "yesno": 0.0}}
+    first = questioning.ask(x)
+    leaning = []
+
+    class Need:
+        weight = 3.0
+
+        def __call__(self, gold, asked, standalone):
+            leaning.append((asked, standalone))
+            return 0.0 if asked == first[1] else 3.0 * (asked != standalone)
+    second = questioning.ask({**x, "need": Need()})
+    assert any(a != first[1] and a != s for a, s in leaning)       # another follow-up leans on the conversation
+    assert second[1] != first[1] and second[1] != second[2]
+    assert (second[1], second[2]) in leaning
+
+
+def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked():
+    """Skipping the candidates whose score plus the largest need is below the attempt-th best so far picks the same
+    follow-up as adding every candidate's need, with fewer searches."""
+    import random
+
+    from agents.synth.offline.qgen import QA
+    from agents.synth.offline.questioning import _with_need
+    rng = random.Random(7)
+    qa = QA(question="q", qtype="what", answer="a", sentence="")
+    saved = 0
+    for trial in range(300):
+        n = rng.randint(1, 14)
+        values = {f"a{j}": rng.choice([-1.0, 0.0, 0.37, 1.0]) * 1.5 for j in range(n)}
+        head = [(round(rng.uniform(0, 4), 1), 0, qa, (f"a{j}", f"s{j}" if rng.random() < 0.7 else f"a{j}", True))
+                for j in range(n)]
+
+        class Need:
+            weight = 1.5
+            calls = 0
+
+            def __call__(self, gold, asked, standalone):
+                Need.calls += 1
+                return 0.0 if asked == standalone else values[asked]
+        attempt = rng.randint(0, 3)
+        if attempt >= n:
+            continue
+        full = [(s + (values[r[0]] if r[0] != r[1] else 0.0), i, q, r) for s, i, q, r in head]
+        got = _with_need(head, Need(), [{"doc_id": "g"}], attempt)
+        pick = lambda h: sorted(h, key=lambda e: -e[0])[attempt][3]      # noqa: E731 - the questioner's sort
+        assert pick(got) == pick(full), trial
+        saved += n - Need.calls
+    assert saved > 0

@@ -14,7 +14,9 @@ that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and
 (``rare_weight`` per idf unit above 4: people ask follow-ups in the conversation's words and common ones, so a
 question copied from its passage with the passage's rare words is not one of theirs). The head of the ranking is
 rendered as follow-ups (below); one that could only be asked in full (no pronoun, shorter name, ellipsis or implicit
-context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation; one asked in full
+context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation, and one that leans
+gains for needing the conversation to be found (``x["need"]``, :class:`agents.synth.questioner.HistoryNeed`: the
+corpus search finds its passage through the standalone form, not through the words asked); one asked in full
 leaves out a name the conversation gave where it modifies a phrase (:func:`~agents.synth.offline.discourse.elide_given`:
 "the process" for "the Jewish wedding process"). Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
@@ -109,6 +111,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     last = segment[-1] if segment else {}
     shares = DiscourseShares(**(x.get("discourse") or {}))
     rare = _rare_cost(x) if segment else None
+    need = x.get("need")
     # a follow-up may check a fact with a yes/no question ("Does it replicate data across zones?") with the
     # configured share (seeded like the forms); a conversation opens with a wh-question
     yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
@@ -165,6 +168,10 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         head.append((-neg - (0.0 if rendered[2] else EXPLICIT_PENALTY), i, qa, rendered))
         if len(head) >= HEAD + x.get("attempt", 0):
             break
+    if need and segment:
+        # and one the corpus search finds only with the conversation above one its own words find
+        # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
+        head = _with_need(head, need, passages, x.get("attempt", 0))
     if x.get("attempt", 0) >= len(head):
         return (*_fallback(x), [])
     head.sort(key=lambda r: -r[0])      # stable: ties keep the ranking's order
@@ -173,8 +180,25 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     return i + 1, asked, standalone, others
 
 
+def _with_need(head: list, need, passages: list[dict], attempt: int) -> list:
+    """The head's scores with each follow-up's history need added (``need.weight`` at most either way), searched
+    best first and only while a candidate could still reach the ``attempt``-th place: one whose score plus the
+    largest need is below the ``attempt``-th best so far keeps its score (it cannot be picked either way)."""
+    out = list(head)
+    done: list[float] = []
+    for j in sorted(range(len(head)), key=lambda j: -head[j][0]):
+        s, i, qa, r = head[j]
+        if len(done) > attempt and s + need.weight < sorted(done, reverse=True)[attempt]:
+            continue
+        if qa.qtype != "compare":
+            s += need(passages[i]["doc_id"], r[0], r[1])
+        out[j] = (s, i, qa, r)
+        done.append(s)
+    return out
+
+
 OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
-EXPLICIT_PENALTY = 1.0      # ranking points: a follow-up asked in full that has no dependent form
+EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
 
