@@ -37,9 +37,9 @@ class SynthConfig(BaseModel):
                             "flag = keep the turn, flagged (turns.flags, counts, a failures row per failed judgement); "
                             "retry = send the turn back to the questioner (a new attempt); fail = record the turn failed")
     humanize_first_turn: bool = False
-    offline_pronoun_share: float = Field(0.42, ge=0, le=1, description="offline backend: share of follow-ups on the "
+    offline_pronoun_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups on the "
                                          "segment's focus asked with a pronoun or possessive")
-    offline_short_share: float = Field(0.43, ge=0, le=1, description="offline backend: share asked with a shorter "
+    offline_short_share: float = Field(0.35, ge=0, le=1, description="offline backend: share asked with a shorter "
                                        "description of the focus (the wall, Cummings)")
     offline_ellipsis_share: float = Field(0.1, ge=0, le=1, description="offline backend: share asked elliptically "
                                           "(What about X? / And its N?)")
