@@ -112,8 +112,8 @@ def tokenizer(model: str | None = None):
     return load_encoder(model).tokenizer
 
 
-SMALL_PART_BYTES = 4 * 1024 * 1024   # a cache part below this size is merged with the others (EmbeddingCache.add)
-SMALL_PARTS_MAX = 32                 # ... once there are more of them than this
+SMALL_PART_ROWS = 2048     # a cache part with fewer rows is merged with the others (EmbeddingCache.add) ...
+SMALL_PARTS_MAX = 32       # ... once there are more of them than this
 PART_ROW_GROUP = 8192          # rows per row group of a cache part: a lookup decodes only the groups it needs
 _RG_CACHE_BYTES = 128 * 1024 * 1024
 
@@ -409,14 +409,14 @@ class EmbeddingCache:
     def _compact_small(self, mid: str) -> None:
         """Merge the folder's small parts once there are more than ``SMALL_PARTS_MAX`` of them: a query vector is
         added as a part of one row (the uniqueness check encodes every question it searches), and every lookup
-        lists the parts, so thousands of them made each lookup slower (0.16 s at 5,000 parts)."""
-        small = []
-        for p in self._parts(mid):
-            try:
-                if p.stat().st_size < SMALL_PART_BYTES:
-                    small.append(p)
-            except FileNotFoundError:       # merged away by a concurrent writer
-                continue
+        lists the parts, so thousands of them made each lookup slower (0.16 s at 5,000 parts). The parts and their
+        row counts come from the index :meth:`add` just refreshed (no second listing); parts another process
+        wrote since are merged by a later add."""
+        idx = self._index.get(mid)
+        if idx is None:
+            return
+        folder = self._folder(mid)
+        small = [folder / idx.names[i] for i in sorted(idx.live) if idx.groups[i][-1] < SMALL_PART_ROWS]
         if len(small) > SMALL_PARTS_MAX:
             self.compact(mid, small)
 
