@@ -495,3 +495,19 @@ def test_a_number_after_its_noun_is_a_label_not_a_count():
 
 def test_an_amount_as_the_subject_is_asked_about_by_no_question():
     assert _asked("Despite this, only one-sixth of India's population lived in cities by 1951.") == {}   # no "sixth"
+
+
+def test_a_name_opening_with_a_number_keeps_its_capital():
+    text = ("One Piece is an anime series from the manga of the same title. The fans of One Piece follow Luffy. "
+            "One Piece made its U.S. premiere on September 18, 2004.")     # (written with its capital mid-sentence)
+    got = [q.question for q in passage_questions(text, "List of One Piece episodes")]
+    assert "Is One Piece an anime series?" in got, got           # not "Is one Piece ...?"
+    assert not any("one Piece" in q for q in got), got
+
+
+def test_a_shortened_phrase_keeps_a_compound_name_whole():
+    got = _asked("One Piece made its U.S. premiere on September 18, 2004, on the Fox network's Fox Box "
+                 "programming block, and also began airing on the Cartoon Network's Toonami block in April 2005.")
+    qs = " ".join(got)
+    assert "Fox Box programming block" in qs, got               # not "on Box programming block"
+    assert " on Box " not in qs, got

@@ -165,7 +165,7 @@ def _lower_first(tokens: list) -> list[str]:
     words = [t.text for t in tokens if not t.is_space]
     t = tokens[0] if tokens else None
     ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
-    if tokens and words and (ordinal or not _keep_case(tokens[0])):
+    if tokens and words and (ordinal or not _keep_case(tokens[0])) and not _name_start(tokens):
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
                 t.lower_ in _case_vocab(t.doc)[0] or ordinal or \
                 ((t.pos_ == "ADJ" or t.tag_ in ("NN", "NNS")) and not t.ent_type_ and t.i == t.sent.start
@@ -173,6 +173,14 @@ def _lower_first(tokens: list) -> list[str]:
             # "Various expeditions failed ..." -> "Did various expeditions fail ...?" (names are PROPN or entities)
             words[0] = words[0].lower()
     return words
+
+
+def _name_start(tokens: list) -> bool:
+    """The phrase opens with a name whose first word is no noun ("One Piece", "Twenty One Pilots"): a capitalised
+    word the passage also writes with a capital inside a sentence, followed by a capitalised name word."""
+    t = tokens[0]
+    return len(tokens) > 1 and t.pos_ in ("NUM", "ADJ", "VERB") and t.text[:1].isupper() \
+        and tokens[1].text[:1].isupper() and tokens[1].pos_ == "PROPN" and t.text in _case_vocab(t.doc)[1]
 
 
 def _case_vocab(doc) -> tuple[set[str], set[str]]:
@@ -222,11 +230,11 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
     toks = [t for t in head.subtree if t.i not in drop and not t.is_space]
     # cut at brackets or dashes
     if any(t.text in "()[]—–;:\"" for t in toks):
-        toks = [t for t in head.subtree if t.i in {c.i for c in head.children if c.dep_ in ("det", "compound", "amod", "poss")}
+        toks = [t for t in head.subtree if t.i in _modifiers(head, ("det", "compound", "amod", "poss"))
                 or t.i == head.i or t.i in of_kept]
     toks = _contiguous(toks, head)
     if len(toks) > max_words:
-        keep = {head.i} | {c.i for c in head.children if c.dep_ in ("det", "compound", "poss", "amod", "nummod")} | of_kept
+        keep = {head.i} | _modifiers(head, ("det", "compound", "poss", "amod", "nummod")) | of_kept
         toks = _contiguous([t for t in head.subtree if t.i in keep], head)
     while toks and toks[-1].pos_ == "PUNCT":
         toks = toks[:-1]
@@ -294,6 +302,18 @@ def _name_part(appos, head) -> bool:
     start = sub[0].i
     return appos.i > head.i and start > 0 and not head.doc[start - 1].is_punct and len(sub) <= 4 \
         and not any(t.is_punct for t in sub)
+
+
+def _modifiers(head, deps: tuple[str, ...]) -> set[int]:
+    """Token indexes of ``head``'s children of the dependency labels ``deps``, a compound with its own compounds
+    ("the Fox Box programming block": "Box" with its "Fox"; a name is not cut in two)."""
+    out = set()
+    for c in head.children:
+        if c.dep_ in deps:
+            out.add(c.i)
+            if c.dep_ == "compound":
+                out.update(t.i for t in c.subtree if t.dep_ == "compound")
+    return out
 
 
 def _contiguous(toks: list, head) -> list:
