@@ -706,19 +706,3 @@ def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked
         saved += n - Need.calls
     assert saved > 0
 
-
-def test_a_follow_up_stays_on_the_previous_turns_page(monkeypatch):
-    """People ask several questions of one article (63% of the human ClapNQ follow-ups stay on the previous turn's
-    page): of two equally good candidates, the one on the previous turn's page (here: its passage) is asked."""
-    from agents.synth.offline import questioning
-    other = {"doc_id": "m", "title": "", "text": "The rocket engines were tested in Alabama in 1962 by the engineers."}
-    same = {"doc_id": "a", "title": "", "text": "The program ended in 1972. "
-            "The rocket engines were tested in Mississippi in 1966 by the engineers."}
-    seg = [{"question": "When did the program end?", "standalone_question": "When did the program end?",
-            "answer": "1972. The program ended in 1972.", "title": "", "gold_text": same["text"]}]
-    x = {"passages": [other, same], "segment": seg, "used_gold": ["a"], "attempt": 0,
-         "previous_standalone": ["When did the program end?"], "previous_questions": [],
-         "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.0, "yesno": 0.0}}
-    assert questioning.ask(x)[0] == 2
-    monkeypatch.setattr(questioning, "STAY_BONUS", 0.0)
-    assert questioning.ask(x)[0] == 1          # without the bonus: the first passage shown (its sentence comes first)

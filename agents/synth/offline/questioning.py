@@ -2,9 +2,7 @@
 the chosen one the way a person continues a conversation.
 
 Ranking (higher first): the generator's slot score; +1 for a passage not used as gold before or, on a
-follow-up, of the previous turn's page (its passage again, or the same title), and on a follow-up ``STAY_BONUS`` more
-for that page (people ask several questions of one article: 63% of the human ClapNQ follow-ups stay on the previous
-turn's page);
+follow-up, of the previous turn's page (its passage again, or the same title);
 for a follow-up, +2.5 when the candidate's topic is the segment's focus (or a topic of the
 last answer), +1.5 when its passage is about the segment's context although the question does
 not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it names a phrase
@@ -128,7 +126,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
             if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given) \
                     or (qa.qtype == "yesno" and (not yesno_ok or _said(qa.question, given))):
                 continue
-            s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0) + (STAY_BONUS if same_page else 0.0)
+            s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0)
             if segment:
                 rank = coreferable(qa, topics)
                 if rank is not None:
@@ -201,7 +199,6 @@ def _with_need(head: list, need, passages: list[dict], attempt: int) -> list:
 
 OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
-STAY_BONUS = 1.0           # ranking points: a follow-up on the previous turn's page (people: 63% of ClapNQ follow-ups)
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
 
