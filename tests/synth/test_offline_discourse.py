@@ -300,7 +300,7 @@ def test_yes_no_questions_only_on_follow_ups_and_with_their_share():
             "answer": "A database service.", "title": "", "gold_text": p[0]["text"]}]
 
     def kinds(**x):
-        return {question_type(ask({"passages": p, "attempt": a, **x})[2]) for a in range(8)}
+        return {question_type(ask({"passages": p, "attempt": a, **x})[2]) for a in range(4)}
     assert "yesno" not in kinds(standalone=True, discourse={"yesno": 1.0})            # an opening: wh only
     assert "yesno" not in kinds(segment=seg, discourse={"yesno": 0.0})                 # share 0: never
     assert "yesno" in kinds(segment=seg, discourse={"yesno": 1.0})                     # share 1: offered

@@ -510,10 +510,8 @@ def _comp_tokens(c, limit: int) -> list | None:
     return toks
 
 
-def _vp(clause: Clause, skip: set[int], limit: int = 12, core: bool = False) -> list[str] | None:
-    """The words after the verb: complements in sentence order, without the asked-for one; ``core``: without the
-    optional adjuncts too (a prepositional phrase, an agent or a bare date after the verb's first one, which may be
-    its argument: "tested in Alabama (in 1962) (by the engineers)", "contributes $7 billion to the state's GDP")."""
+def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
+    """The words after the verb: complements in sentence order, without the asked-for one."""
     out: list[str] = []
     if any(c.dep_ in ("ccomp", "csubj") and c.i > clause.verb.i for c in clause.verb.children):
         return None                 # "announced that ..." - the question would lose its object
@@ -521,9 +519,6 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12, core: bool = False) -> 
         return None                 # two objects of one verb: a misparse ("not only restricted the number
                                     # ..., but also assigned slots" -> "What did X restrict the number?"; "was named
                                     # Sita, the Sanskrit word for furrow" -> "Was the child named Sita the Sanskrit word?")
-    # (the verb's first prepositional phrase may be its argument: "contributes $7 billion (to the state's GDP)")
-    first_adjunct = next((c for c in sorted(clause.comps, key=lambda x: x.i)
-                          if c.dep_ in ("prep", "agent", "npadvmod") and c.i > clause.verb.i), None)
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
@@ -534,8 +529,6 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12, core: bool = False) -> 
             return None             # comparisons and asides do not survive losing their context
         if c.dep_ == "prep" and any(x.dep_ == "pobj" and x.lower_ in ("example", "instance") for x in c.children):
             continue                # "for example" introduces what the passage shows next: no part of the question
-        if core and c.dep_ in ("prep", "agent", "npadvmod") and c is not first_adjunct:
-            continue
         toks = _comp_tokens(c, 6)
         if toks is not None and (_points_back(toks) or any(t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
                                                            for t in toks)):
@@ -589,20 +582,8 @@ def _mk(clause, sent, qtype, wh, answer_toks, skip, subj_words, subj_kind, idx, 
     ans = _text(answer_toks) if not isinstance(answer_toks, str) else answer_toks
     if not ans or _pointing(ans):
         return None
-    qa = QA(question=q, qtype=qtype, answer=ans, sentence=_text(sent), template=template, topic=topic,
-            topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
-    core = _vp(clause, skip, core=True)
-    if core is not None and core != vp and (core or qtype in _ADJUNCT_WH):
-        # the same question without its optional adjuncts, as people ask it ("When did it make its U.S. premiere?",
-        # not "... on the Fox network's Fox Box programming block?"): a candidate of its own, a little below
-        t2 = " ".join([wh] + vg + core)
-        qa.extra["core"] = replace(qa, question=finish(t2.replace("{T}", topic)), template=t2,
-                                   score=score - CORE_COST, extra={"trimmed": True})
-    return qa
-
-
-CORE_COST = 0.15        # slot-score points: the adjunct-less variant of a question ranks just below its full form
-_ADJUNCT_WH = {"when", "where", "why", "how", "how_much"}
+    return QA(question=q, qtype=qtype, answer=ans, sentence=_text(sent), template=template, topic=topic,
+              topic_kind=subj_kind, topic_role="subj", verb=clause.verb.lemma_, sent_index=idx, score=score)
 
 
 _DEMONSTRATIVE = {"this", "these", "those", "such"}
@@ -950,13 +931,11 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out), title))
-    out = [v for qa in out for v in (qa, qa.extra.pop("core", None)) if v is not None and (v is qa or (
-        well_formed(v.question) is None and len(v.question.split()) >= 4))]
     low = f" {text.lower()} "
     he = low.count(" he ") + low.count(" his ") + low.count(" him ")
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
-    return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={**qa.extra, "gender": gender}) for qa in out)
+    return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
 
 
 # the writer's "we" (a company's "our data centers", a quoted speaker's "our show"): the asker is not them

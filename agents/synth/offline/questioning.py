@@ -408,8 +408,8 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
     opts = []
     for p in passages:
         for qa in _cands(p["text"], p.get("title") or ""):
-            if not qa.template or qa.qtype not in _SHIFT or qa.extra.get("trimmed"):
-                continue          # (a clause is shifted as the passage writes it, not its adjunct-less variant)
+            if not qa.template or qa.qtype not in _SHIFT:
+                continue
             body = re.sub(r"^(When|Where|Who|What|Why|How many \w+|How much|How)\s+", "", qa.template)
             m = re.match(r"^(?:Who|What) (\w+) \{T\}$", qa.template)
             passive = bool(m and qa.topic_role == "obj" and qa.verb and m.group(1) == _verb_past(qa.verb))
