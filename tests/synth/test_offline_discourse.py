@@ -705,4 +705,3 @@ def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked
         assert pick(got) == pick(full), trial
         saved += n - Need.calls
     assert saved > 0
-
