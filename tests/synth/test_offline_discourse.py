@@ -389,6 +389,13 @@ def test_a_numeral_or_acronym_is_no_short_form():
     mq = QA(question="Does IBM MQ deliver messages?", qtype="yesno", answer="Yes", sentence="",
             template="Does {T} deliver messages", topic="IBM MQ")
     assert _short_form(mq) == "Does MQ deliver messages"
+    op = QA(question="Is One Piece an anime series?", qtype="yesno", answer="Yes",
+            sentence="One Piece uses 37 different pieces of theme music.", template="Is {T} an anime series",
+            topic="One Piece")
+    assert _short_form(op) is None                                        # a title, not "Is the piece ...?"
+    bw = QA(question="When did the Berlin Wall fall?", qtype="when", answer="1989", sentence="The wall fell in 1989.",
+            template="When did {T} fall", topic="the Berlin Wall")
+    assert _short_form(bw) == "When did the wall fall"
 
 
 def test_refer_back_matches_the_plural_of_a_mentioned_phrase():

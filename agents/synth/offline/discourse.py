@@ -276,6 +276,8 @@ def _short_form(qa: QA, said: str = "") -> str | None:
     words = qa.topic.split()
     if len(words) < 2 or " of " in qa.topic or any(w.lower() in ("and", "or", "&") for w in words):
         return None           # a coordination has no short form ("Romeo and Juliet" is not "Juliet")
+    if words[0][:1].isupper() and words[0].lower() in _DETERMINERS:
+        return None           # a title that opens with "One"/"This"/"Another" is a name: "One Piece" is no "the piece"
     head = words[-1]
     if not re.fullmatch(r"[A-Za-z][\w-]*", head) or re.fullmatch(r"[IVXLCDM]+", head):
         return None           # "IBM Cloud ®" has no short form "®", "World War II" none "II" ("IBM MQ": "MQ")
