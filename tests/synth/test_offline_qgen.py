@@ -511,3 +511,12 @@ def test_a_shortened_phrase_keeps_a_compound_name_whole():
     qs = " ".join(got)
     assert "Fox Box programming block" in qs, got               # not "on Box programming block"
     assert " on Box " not in qs, got
+
+
+def test_an_object_hung_on_the_verb_across_a_conjunction_is_not_asked():
+    got = [q.question for q in passage_questions(
+        "The nineteenth season began broadcasting in Japan on April 9, 2017. It deals with Luffy and his small team "
+        "rescuing Sanji from his arranged marriage to finalize a political alliance between his own family, the "
+        "Vinsmoke's, and Big Mom's family.")]
+    assert not any("deal with" in q for q in got), got    # not "What does it deal with Luffy?", "... Luffy Big Mom's family?"
+    assert "What did Octavian take from Lepidus in 36 BC?" in _asked("Octavian took Africa from Lepidus in 36 BC.")

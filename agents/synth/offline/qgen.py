@@ -176,7 +176,7 @@ def _lower_first(tokens: list) -> list[str]:
 
 
 def _name_start(tokens: list) -> bool:
-    """The phrase opens with a name whose first word is no noun ("One Piece", "Twenty One Pilots"): a capitalised
+    """The phrase opens with a name whose first word is no noun ("One Piece"): a capitalised
     word the passage also writes with a capital inside a sentence, followed by a capitalised name word."""
     t = tokens[0]
     return len(tokens) > 1 and t.pos_ in ("NUM", "ADJ", "VERB") and t.text[:1].isupper() \
@@ -314,6 +314,14 @@ def _modifiers(head, deps: tuple[str, ...]) -> set[int]:
             if c.dep_ == "compound":
                 out.update(t.i for t in c.subtree if t.dep_ == "compound")
     return out
+
+
+def _stray_object(verb, obj) -> bool:
+    """An object the parser hung on the verb across a comma or a conjunction ("It deals with Luffy and his team
+    rescuing Sanji ..., and Big Mom's family": "family" is no object of "deals"), so "What does it deal with Luffy?"
+    would ask nothing the sentence says."""
+    return obj.i > verb.i and any(t.dep_ == "cc" or t.text in ",;" and t.head.i == verb.i
+                                  for t in verb.doc[verb.i + 1:obj.i] if t.head.i == verb.i)
 
 
 def _contiguous(toks: list, head) -> list:
@@ -519,6 +527,8 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         return None                 # two objects of one verb: a misparse ("not only restricted the number
                                     # ..., but also assigned slots" -> "What did X restrict the number?"; "was named
                                     # Sita, the Sanskrit word for furrow" -> "Was the child named Sita the Sanskrit word?")
+    if any(c.dep_ == "dobj" and _stray_object(clause.verb, c) for c in clause.comps):
+        return None                 # a misparsed object: "deals with Luffy ..., and Big Mom's family"
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
@@ -849,7 +859,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
             if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS \
-                    and c.lower_ not in _OF_HEADS and (     # "returned to Paris a number of times": an amount, no object
+                    and c.lower_ not in _OF_HEADS and not _stray_object(v, c) and (     # "returned to Paris a number of times": an amount, no object
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")):
