@@ -318,10 +318,9 @@ def _modifiers(head, deps: tuple[str, ...]) -> set[int]:
 
 def _stray_object(verb, obj) -> bool:
     """An object the parser hung on the verb across a comma or a conjunction ("It deals with Luffy and his team
-    rescuing Sanji ..., and Big Mom's family": "family" is no object of "deals"), so "What does it deal with Luffy?"
-    would ask nothing the sentence says."""
-    return obj.i > verb.i and any(t.dep_ == "cc" or t.text in ",;" and t.head.i == verb.i
-                                  for t in verb.doc[verb.i + 1:obj.i] if t.head.i == verb.i)
+    rescuing Sanji ..., and Big Mom's family": "family" is no object of "deals"): :func:`_vp` then gives no
+    question of the clause ("What does it deal with Luffy?" would ask nothing the sentence says)."""
+    return any(t.head.i == verb.i and (t.dep_ == "cc" or t.text in ",;") for t in verb.doc[verb.i + 1:obj.i])
 
 
 def _contiguous(toks: list, head) -> list:
@@ -859,7 +858,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
             if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS \
-                    and c.lower_ not in _OF_HEADS and not _stray_object(v, c) and (     # "returned to Paris a number of times": an amount, no object
+                    and c.lower_ not in _OF_HEADS and (     # "returned to Paris a number of times": an amount, no object
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")):
