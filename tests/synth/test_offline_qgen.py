@@ -520,3 +520,15 @@ def test_an_object_hung_on_the_verb_across_a_conjunction_is_not_asked():
         "Vinsmoke's, and Big Mom's family.")]
     assert not any("deal with" in q for q in got), got    # not "What does it deal with Luffy?", "... Luffy Big Mom's family?"
     assert "What did Octavian take from Lepidus in 36 BC?" in _asked("Octavian took Africa from Lepidus in 36 BC.")
+
+
+def test_a_bare_existential_read_as_a_clause_is_not_asked():
+    # the parser reads "There are" as a complement and "themed" as the verb of "two Friends ... cafes"
+    got = _asked("There are two Friends themed cafes in Pakistan as well -- one in Lahore, Punjab known as "
+                 "\"Friends Cafe\" and the other in Peshawar, Khyber Pakhtunkhwa called \"Central Perk\".")
+    assert not any("theme" in q for q in got), got     # not "Where did two Friends theme cafes?"
+    # an existential with its own noun phrase is a clause of its own: the main clause is still asked
+    assert "Were Italian tales very popular among theatre-goers?" in _asked(
+        "There was a trend among writers and playwrights to publish works based on Italian novelles -- Italian tales "
+        "were very popular among theatre-goers -- and Shakespeare may well have been familiar with William Painter's "
+        "1567 collection of Italian tales titled Palace of Pleasure.")

@@ -472,6 +472,10 @@ def read_clause(sent) -> Clause | None:
     if len(subjs) > 1:
         return None     # two subjects of one verb: a misparse ("Two paintings ... depict peasants curling; Scotland
                         # and the Low Countries had strong links" gives no "What did two paintings have?")
+    if any(c.dep_ == "ccomp" and c.i < root.i and c.lemma_ == "be" and all(x.dep_ in ("expl", "punct") for x in c.children)
+           for c in root.children):
+        return None     # a bare existential hung before the root: "There are two Friends themed cafes in Pakistan" read
+                        # as "[There are] two Friends themed cafes" (no "Where did two Friends theme cafes?")
     subj = subjs[0] if subjs else None
     auxes = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
     passive = any(c.dep_ == "auxpass" for c in root.children)
