@@ -461,7 +461,15 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return None
     if _points_back(toks):
         return None   # "this ephemeris second", "such donors": which one, the sentence before says
+    if subj.pos_ == "ADJ" and (subj.tag_ in ("JJS", "JJR") or subj.lower_ in _ELLIPTIC_HEADS) \
+            and not any(c.dep_ == "prep" and c.lower_ == "of" for c in subj.children):
+        return None   # an adjective standing for a noun said before: "The latest called forth ...", "The first was ..."
+                      # (a partitive says which: "most of Macedonia")
     return toks, _kind(subj)
+
+
+_ELLIPTIC_HEADS = {"first", "second", "third", "fourth", "fifth", "last", "former", "latter", "next", "previous",
+                   "other", "same"}
 
 
 def read_clause(sent) -> Clause | None:
