@@ -542,3 +542,19 @@ def test_an_adjective_standing_for_a_noun_said_before_is_no_subject():
     # a partitive says which one
     assert "When did most of Macedonia come under the control of the Empire?" in _asked(
         "Most of Macedonia came under the control of the Empire in 1246.")
+
+
+def test_an_instruction_read_as_a_statement_is_not_asked():
+    # "Toggle custom" read as the subject of "attributes": an instruction, no fact to check
+    assert _asked("Toggle custom attributes to Enabled in the App ID dashboard.") == {}
+    assert _asked("Fix queries with no results by adding more data.") == {}
+    # a statement whose verb stays a verb when read after "You" is still asked
+    assert "What do slack integrations require?" in _asked("Slack integrations require a title.")
+
+
+def test_do_support_without_a_subject_is_malformed():
+    assert well_formed("Does toggle custom attribute to Enabled?") == "no subject after do-support"
+    assert well_formed("Does submit test user query through a client application?") == "no subject after do-support"
+    for ok in ("Does step 3 contain a response?", "Does sickle cell disease show normal red blood cells?",
+               "Did mainstream Christianity become the official religion of the Roman Empire?"):
+        assert well_formed(ok) is None, ok

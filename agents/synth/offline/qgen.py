@@ -683,6 +683,24 @@ def sentence_ok(sent) -> bool:
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
 
 
+def _imperative_misread(sent, clause) -> bool:
+    """An instruction whose first word the parser read as (part of) the subject: "Toggle custom attributes to
+    Enabled." ("toggle custom" as the subject of "attributes"). The sentence is parsed again after "You": when its
+    first word then becomes the verb and the old verb is no verb any more ("attributes" an object), it was an
+    instruction ("Slack integrations require a title", "Support for Python 2 ended ..." stay statements: their verb
+    stays a verb). Checked only for a bare capitalised first word inside the subject that names no entity."""
+    w0 = next((t for t in sent if not t.is_space), None)
+    if w0 is None or w0.i == clause.verb.i or not w0.text[:1].isupper() or w0.ent_type_ \
+            or w0.pos_ in ("DET", "PRON", "NUM") or w0.i not in {t.i for t in clause.subj.subtree} \
+            or any(c.dep_ in ("prep", "det", "poss") for c in w0.children):
+        return False
+    text = sent.doc[w0.i:sent.end].text
+    again = parse("You " + text[:1].lower() + text[1:])
+    verb = clause.verb.i - w0.i + 1          # the old verb's place in the new parse
+    return len(again) > verb and again[1].dep_ == "ROOT" and again[1].tag_ in ("VB", "VBP") \
+        and again[verb].text == clause.verb.text and again[verb].pos_ not in ("VERB", "AUX")
+
+
 # verbs whose "to" complement is the task itself, not a purpose: "Try again to X", "Remember to X", "Continue to X"
 _TASK_AS_COMPLEMENT = {"try", "retry", "attempt", "remember", "forget", "continue", "begin", "start", "choose",
                        "decide", "need", "want", "wait", "plan", "hesitate", "fail", "learn", "prefer", "like", "expect"}
@@ -724,7 +742,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how", answer=answer,
                               sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
         return out
-    if clause.subj is None:
+    if clause.subj is None or _imperative_misread(sent, clause):
         return out
     if v.tag_ == "VB" and not clause.auxes:
         return out      # a bare verb with a "subject" is an instruction misparsed: "In the confirmation that displays,
@@ -1241,6 +1259,10 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return f"a pronoun inside a noun phrase ({doc[in_np.i - 1].text!r} {in_np.text!r})"
     if pron_noun is not None:
         return f"a pronoun used as a modifier ({pron_noun.text!r} {doc[pron_noun.i + 1].text!r})"   # "they resolvers"
+    if toks[0].lower_ in ("do", "does", "did") and len(toks) > 1 and toks[1].tag_ == "VB" and toks[1].dep_ == "ROOT" \
+            and not any(t.dep_ in ("nsubj", "nsubjpass") for t in toks) and not any(c.dep_ == "ccomp" for c in toks[1].children) \
+            and not any(t.tag_ == "VB" for t in toks[2:]):
+        return "no subject after do-support"          # an instruction asked as a fact: "Does toggle it to Enabled?"
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"
