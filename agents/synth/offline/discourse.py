@@ -579,10 +579,11 @@ def context_candidates(segment: list[dict]) -> list[str]:
         # name) must be in the user's questions: "Integer", "Lite" in a manual page are no context
         heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
         if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH | _DEICTIC \
-                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
+                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS and "in" not in k.split()[1:-1] \
                 and not any(k == p or k in p.split() for p in people) \
                 and 2 * sum(w in heard for w in content) >= len(content):
-            # (a person is never the context: "... in Gandhi?"; and the context is what the
+            # (a phrase with its own "in" reads wrong after another: "... in horses in warfare?";
+            # a person is never the context: "... in Gandhi?"; and the context is what the
             # conversation said - at least half its content words were in a question or an answer -,
             # not a page title nobody mentioned: a person's rewrite adds words from the history; a
             # passage's frequent one-word name is the context only when the user asked about it:
@@ -620,7 +621,9 @@ _PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "ad
                  "clients", "scientist", "scientists", "official", "officials", "leader", "leaders", "soldier",
                  "soldiers", "citizen", "citizens", "residents", "resident", "children", "child", "women", "men",
                  "author", "authors", "writer", "writers", "critics", "critic", "fans", "viewers", "annotators",
-                 "annotator", "subscribers", "subscriber", "partners", "vendors", "consumers", "patients", "doctors"}
+                 "annotator", "subscribers", "subscriber", "partners", "vendors", "consumers", "patients", "doctors",
+                 "authorities", "powers", "forces", "troops", "allies", "rebels", "settlers", "colonists", "tribes"}
+# (groups of people as well: "What did a hermit establish in Roman authorities?", "... in axis powers?")
 
 _DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
             "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
