@@ -714,13 +714,20 @@ def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked
     assert saved > 0
 
 
-def test_groups_of_people_and_phrases_with_their_own_in_are_no_context():
-    from agents.synth.offline.discourse import context_candidates
+def test_groups_of_people_are_no_context_and_a_title_with_its_own_in_is_not_added():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
     seg = [{"question": "Who ruled the province?", "standalone_question": "Who ruled the province?",
             "answer": "The Roman authorities. The Roman authorities ruled the province, and the Axis powers later "
-                      "occupied it; horses in warfare were common then, as the Byzantine Empire also knew.",
+                      "occupied it, as the Byzantine Empire also knew.",
             "title": "", "gold_text": ""}]
     cands = context_candidates(seg)
     assert "roman authorities" not in cands and "axis powers" not in cands, cands
-    assert "horses in warfare" not in cands, cands      # not "... in horses in warfare?"
     assert "byzantine empire" in cands, cands
+    # only the title has it: not "What did horse artillery units use in horses in warfare?"
+    assert context_phrase("What did horse artillery units use?", {
+        "title": "Horses in warfare", "text": "Horse artillery units generally used lighter pieces."},
+        ["horses in warfare"]) == ""
+    # a name the text writes is kept
+    assert context_phrase("How many locations does the chain have?", {
+        "title": "Jack in the Box", "text": "Jack in the Box is an American fast-food chain. The chain has 2,200 "
+                                            "locations."}, ["jack in the box"]) == "Jack in the Box"

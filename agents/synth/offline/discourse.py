@@ -579,11 +579,10 @@ def context_candidates(segment: list[dict]) -> list[str]:
         # name) must be in the user's questions: "Integer", "Lite" in a manual page are no context
         heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
         if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH | _DEICTIC \
-                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS and "in" not in k.split()[1:-1] \
+                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
                 and 2 * sum(w in heard for w in content) >= len(content):
-            # (a phrase with its own "in" reads wrong after another: "... in horses in warfare?";
-            # a person is never the context: "... in Gandhi?"; and the context is what the
+            # (a person is never the context: "... in Gandhi?"; and the context is what the
             # conversation said - at least half its content words were in a question or an answer -,
             # not a page title nobody mentioned: a person's rewrite adds words from the history; a
             # passage's frequent one-word name is the context only when the user asked about it:
@@ -645,6 +644,7 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
     title = passage.get("title") or ""
     text = passage["text"][:4000] + "\n" + title     # the text's own wording first
+    body = len(passage["text"][:4000])
     name = title_name(title)                          # the page as a thing to ask about
     page_key = norm_np(name or "-")
     for k in candidates:
@@ -658,6 +658,10 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue
         # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")
         inside = next((x for x in ms if re.search(r"[a-z,;] $", text[max(0, x.start() - 2):x.start()])), None)
+        if "in" in kw[1:-1] and not any(x.start() < body for x in ms):
+            continue          # a page title with its own "in" phrase reads wrong after another one ("... in horses in
+                              # warfare?", "... in Soviet Union in World War II?"); a name the text writes is kept
+                              # ("... in Jack in the Box?")
         m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
         page = page_key == k                  # the candidate is the passage's page
