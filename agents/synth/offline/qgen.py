@@ -480,8 +480,8 @@ def read_clause(sent) -> Clause | None:
     if len(subjs) > 1:
         return None     # two subjects of one verb: a misparse ("Two paintings ... depict peasants curling; Scotland
                         # and the Low Countries had strong links" gives no "What did two paintings have?")
-    if any(c.dep_ == "ccomp" and c.i < root.i and c.lemma_ == "be" and all(x.dep_ in ("expl", "punct") for x in c.children)
-           for c in root.children):
+    if any(c.dep_ == "ccomp" and c.i < root.i and c.lemma_ == "be"
+           and all(x.dep_ in ("expl", "punct") for x in c.children) for c in root.children):
         return None     # a bare existential hung before the root: "There are two Friends themed cafes in Pakistan" read
                         # as "[There are] two Friends themed cafes" (no "Where did two Friends theme cafes?")
     subj = subjs[0] if subjs else None
@@ -687,8 +687,9 @@ def _imperative_misread(sent, clause) -> bool:
     """An instruction whose first word the parser read as (part of) the subject: "Toggle custom attributes to
     Enabled." ("toggle custom" as the subject of "attributes"). The sentence is parsed again after "You": when its
     first word then becomes the verb and the old verb is no verb any more ("attributes" an object), it was an
-    instruction ("Slack integrations require a title", "Support for Python 2 ended ..." stay statements: their verb
-    stays a verb). Checked only for a bare capitalised first word inside the subject that names no entity."""
+    instruction ("Slack integrations require a title" stays a statement: "require" stays a verb). Checked only for a
+    bare capitalised first word inside the subject that names no entity and has no article, possessive or
+    prepositional phrase of its own ("Support for Python 2 ended ..." is not checked)."""
     w0 = next((t for t in sent if not t.is_space), None)
     if w0 is None or w0.i == clause.verb.i or not w0.text[:1].isupper() or w0.ent_type_ \
             or w0.pos_ in ("DET", "PRON", "NUM") or w0.i not in {t.i for t in clause.subj.subtree} \
@@ -1260,8 +1261,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     if pron_noun is not None:
         return f"a pronoun used as a modifier ({pron_noun.text!r} {doc[pron_noun.i + 1].text!r})"   # "they resolvers"
     if toks[0].lower_ in ("do", "does", "did") and len(toks) > 1 and toks[1].tag_ == "VB" and toks[1].dep_ == "ROOT" \
-            and not any(t.dep_ in ("nsubj", "nsubjpass") for t in toks) and not any(c.dep_ == "ccomp" for c in toks[1].children) \
-            and not any(t.tag_ == "VB" for t in toks[2:]):
+            and not any(t.dep_ in ("nsubj", "nsubjpass") for t in toks) \
+            and not any(c.dep_ == "ccomp" for c in toks[1].children) and not any(t.tag_ == "VB" for t in toks[2:]):
         return "no subject after do-support"          # an instruction asked as a fact: "Does toggle it to Enabled?"
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
