@@ -743,13 +743,13 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 out.append(QA(question=finish("How do I " + _as_mine(_text(purpose))), qtype="how", answer=answer,
                               sentence=_text(sent), verb=to_cl.lemma_, sent_index=idx, score=1.1))
         return out
-    if clause.subj is None or _imperative_misread(sent, clause):
+    if clause.subj is None:
         return out
     if v.tag_ == "VB" and not clause.auxes:
         return out      # a bare verb with a "subject" is an instruction misparsed: "In the confirmation that displays,
                         # click Activate dialog" gives no "Do displays click Activate dialog?"
     res = _resolve_subject(clause.subj, antecedents)
-    if res is None:
+    if res is None or _imperative_misread(sent, clause):      # (after the cheaper checks: it parses again)
         return out
     subj_toks_or_text, subj_kind = res
     if isinstance(subj_toks_or_text, str):
