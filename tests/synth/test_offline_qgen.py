@@ -479,6 +479,12 @@ def test_a_heading_is_asked_about_as_its_text_writes_it():
     got = np_heading_questions(["Cross River gorilla",
                                 "The population of the Cross River gorilla declined as gorilla habitats shrank.", "x"])
     assert [q.question for q in got] == ["What is the Cross River gorilla?"]
+    # a demonym keeps its capital (not "What is american popular music?")
+    got = np_heading_questions(["American popular music",
+                                "Rock has had a formative influence on popular music, as Charlie Gillett argued.", "x"])
+    assert [(q.question, q.topic) for q in got] == [("What is American popular music?", "American popular music")]
+    got = np_heading_questions(["New Helpful links tab", "The Helpful links tab has links to the tab docs.", "x"])
+    assert not any("New" in q.question for q in got), got      # the tagger's "New Helpful" is no demonym
     assert as_written("World War I", "World War I began in 1914. During World War I, ...") == "World War I"
     assert as_written("IBM Cloud Backup", "Use IBM Cloud Backup to back up.") == "IBM Cloud Backup"
     assert as_written("North Carolina", "It is home to the North Carolina Tar Heels.") == "North Carolina"
@@ -558,3 +564,10 @@ def test_do_support_without_a_subject_is_malformed():
     for ok in ("Does step 3 contain a response?", "Does sickle cell disease show normal red blood cells?",
                "Did mainstream Christianity become the official religion of the Roman Empire?"):
         assert well_formed(ok) is None, ok
+
+
+def test_a_time_is_no_subject_to_define():
+    got = _asked("The second half of the 20th century was the golden age of virus discovery.")
+    assert "What was the second half of the 20th century?" not in got, got
+    assert "Was the second half of the 20th century the golden age of virus discovery?" in got
+    assert "What was the Marshall Plan?" in _asked("The Marshall Plan was an American initiative to aid Western Europe.")

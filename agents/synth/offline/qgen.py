@@ -792,8 +792,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     attr = next((c for c in v.children if c.dep_ == "attr"), None)
     if v.lemma_ == "be" and attr is not None and attr.i > v.i and not clause.auxes and attr.pos_ in ("NOUN", "PROPN"):
         det = next((c for c in attr.children if c.dep_ == "det"), None)
-        if det is not None and det.lower_ in ("a", "an", "the") and (subj_ent or clause.subj.pos_ == "PROPN"
-                                                                     or subj_is_pron):
+        # a time is no subject to define ("What was the second half of the 20th century?" from "... was the
+        # golden age of virus discovery")
+        if det is not None and det.lower_ in ("a", "an", "the") and subj_ent not in ("DATE", "TIME") \
+                and (subj_ent or clause.subj.pos_ == "PROPN" or subj_is_pron):
             wh = "Who" if subj_kind == "PERSON" else "What"
             tense = v.lower_ if v.lower_ in ("is", "was", "are", "were") else "is"
             tmpl = f"{wh} {tense} {{T}}"
@@ -1119,6 +1121,9 @@ def as_written(phrase: str, text: str) -> str:
     return phrase
 
 
+_DEMONYM = re.compile(r"(?:an|ese|ish|ic|ec|ch|i)$")      # American, Chinese, English, Arabic, Aztec, French, Thai
+
+
 def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
     """Noun-phrase headings ("Multipart transfers") asked as definitions ("What are multipart
     transfers?") when the first sentence under the heading talks about the heading's head noun;
@@ -1142,12 +1147,17 @@ def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
         ans = _section(lines, i)
         if not ans or head.lemma_.lower() not in {t.lemma_.lower() for t in parse(ans)}:
             continue
-        phrase = detokenize(" ".join(t.text if (t.pos_ == "PROPN" or t.text[1:2].isupper()) else t.lower_
-                                     for t in doc))
+        # a name keeps its capital, a demonym or language too ("American popular music", "English contract law",
+        # "West African", "Western Roman Empire"; not the "New" of "New Helpful links tab", which the tagger calls one)
+        named = [False] * len(doc)
+        for t in reversed(doc):         # right to left: "West African" is named because "African" is
+            named[t.i] = t.pos_ == "PROPN" or (t.ent_type_ in ("NORP", "LANGUAGE") and (
+                _DEMONYM.search(t.lower_) is not None or (t.i + 1 < len(doc) and named[t.i + 1])))
+        phrase = detokenize(" ".join(t.text if (n or t.text[1:2].isupper()) else t.lower_ for t, n in zip(doc, named)))
         plural = head.tag_ in ("NNS", "NNPS")
         be = "are" if plural else "is"
         phrase = as_written(phrase, body)
-        topic = phrase if any(t.pos_ == "PROPN" for t in doc) or phrase.startswith("the ") \
+        topic = phrase if any(named) or phrase.startswith("the ") \
             else f"the {phrase}" if not plural else phrase
         q = finish(f"What {be} {phrase}")
         if well_formed(q) is not None:
