@@ -731,3 +731,44 @@ def test_groups_of_people_are_no_context_and_a_title_with_its_own_in_is_not_adde
     assert context_phrase("How many locations does the chain have?", {
         "title": "Jack in the Box", "text": "Jack in the Box is an American fast-food chain. The chain has 2,200 "
                                             "locations."}, ["jack in the box"]) == "Jack in the Box"
+
+
+def test_a_follow_up_moves_on_to_a_related_passage_not_to_an_unrelated_one(monkeypatch):
+    """A shown passage of another page whose MiniLM cosine with every passage the segment read is below 0.2 is
+    unrelated, and a follow-up on it ranks below one on a related page (which it outranks without the penalty)."""
+    import agents.synth.offline.questioning as questioning
+    wall = {"doc_id": "w", "title": "Berlin Wall", "text": "The Berlin Wall was a guarded concrete barrier that "
+            "physically and ideologically divided Berlin from 1961 to 1989. Construction of the wall was commenced by "
+            "the German Democratic Republic on 13 August 1961."}
+    silicon = {"doc_id": "s", "title": "Polycrystalline silicon", "text": "Polycrystalline silicon is a high purity "
+               "form of silicon used as a raw material by the solar photovoltaic and electronics industry. It is "
+               "produced from metallurgical grade silicon by a chemical purification process called the Siemens "
+               "process, which was introduced in 1953."}
+    border = {"doc_id": "g", "title": "Inner German border", "text": "Checkpoint Charlie was the best-known crossing "
+              "point between East Berlin and West Berlin during the Cold War."}
+    other_wall = {"doc_id": "w2", "title": "Berlin Wall", "text": "Paint and graffiti covered the western side."}
+    seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
+            "answer": "1961. Construction of the wall was commenced by the German Democratic Republic on 13 August "
+                      "1961.", "title": "Berlin Wall", "gold_text": wall["text"]}]
+    # another page's unrelated passage only; the same page counts as related whatever its words
+    assert questioning._unrelated([wall, silicon, border, other_wall], seg) == {1}
+    assert questioning._unrelated([silicon], []) == set()
+    x = {"passages": [silicon, border], "segment": seg, "used_gold": ["w"], "attempt": 0,
+         "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
+         "discourse": {"pronoun": 0.5, "short": 0.35, "ellipsis": 0.1, "request": 0.35, "yesno": 0.5}}
+    assert questioning.ask(x)[:2] == (2, "Was Checkpoint Charlie the best-known crossing point?")
+    monkeypatch.setattr(questioning, "UNRELATED_PENALTY", 0.0)
+    assert questioning.ask(x)[0] == 1
+
+
+def test_the_focus_drops_the_titles_disambiguation_and_a_person_page_is_no_context():
+    from agents.synth.offline.discourse import context_candidates, focus
+    seg = [{"question": "Who is Ryan Howard?", "standalone_question": "Who is Ryan Howard?", "title":
+            "Ryan Howard (The Office)", "answer": "Ryan Howard is a fictional character. Ryan Howard starts as a temp "
+            "at Dunder Mifflin.", "gold_text": "Ryan Howard is a fictional character in The Office. Ryan Howard "
+            "starts as a temp at Dunder Mifflin, and Kelly Kapoor dates him."}]
+    assert focus(seg) == "Ryan Howard"
+    got = context_candidates(seg)
+    assert not any(c.startswith("ryan howard") for c in got), got     # no "What does Kelly flaunt in Ryan Howard?"
+    seg[0]["title"] = "Wonder Woman (2017 film)"
+    assert focus(seg) == "Wonder Woman"

@@ -83,12 +83,14 @@ def segment_topics(segment: list[dict]) -> list[str]:
 
 
 def focus(segment: list[dict]) -> str:
-    """The segment's focus: the title of its first turn's gold passage when it is a short name,
-    else that passage's most frequent proper name (:func:`main_name`), else the main noun phrase of its first standalone question (a proper-name subject or object
-    first, then any proper name, then the first noun chunk), as written there ("" when none)."""
+    """The segment's focus: the title of its first turn's gold passage (without a disambiguation in brackets) when
+    it is a short name, else that passage's most frequent proper name (:func:`main_name`), else the main noun
+    phrase of its first standalone question (a proper-name subject or object first, then any proper name, then the
+    first noun chunk), as written there ("" when none)."""
     if not segment:
         return ""
-    title = detokenize(segment[0].get("title") or "").strip()
+    # the name without its disambiguation: "Ryan Howard (The Office)" -> "Ryan Howard"
+    title = re.sub(r"\s*\([^()]*\)\s*$", "", detokenize(segment[0].get("title") or "")).strip()
     if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
         tdoc = parse(title)
         return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
