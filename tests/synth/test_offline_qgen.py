@@ -571,3 +571,17 @@ def test_a_time_is_no_subject_to_define():
     assert "What was the second half of the 20th century?" not in got, got
     assert "Was the second half of the 20th century the golden age of virus discovery?" in got
     assert "What was the Marshall Plan?" in _asked("The Marshall Plan was an American initiative to aid Western Europe.")
+
+
+def test_a_shortened_phrase_keeps_its_article_and_a_measure_keeps_what_it_measures():
+    got = _asked("The Moon is a relatively large, terrestrial, planet-like natural satellite, with a diameter about "
+                 "one-quarter of Earth's.")
+    assert "Is the Moon a planet-like natural satellite?" in got, got        # not "Is the Moon planet-like ...?"
+    assert "Is the Moon planet-like natural satellite?" not in got
+    got = _asked("Palaces were decorated with hundreds of kilograms of these very expensive metals.")
+    assert not any("kilograms" in q for q in got), got      # no "... with hundreds of kilograms?"
+    assert "Were palaces decorated with hundreds of kilograms of gold?" in _asked(
+        "Palaces were decorated with hundreds of kilograms of gold.")
+    # an article that no longer fits is left out: "an reputation", "a minutes"
+    got = _asked("The ballet version has attained an \"immense\" reputation among critics.")
+    assert got and not any("an reputation" in f"{q} {a}" for q, a in got.items()), got

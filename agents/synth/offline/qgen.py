@@ -236,6 +236,12 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
     if len(toks) > max_words:
         keep = {head.i} | _modifiers(head, ("det", "compound", "poss", "amod", "nummod")) | of_kept
         toks = _contiguous([t for t in head.subtree if t.i in keep], head)
+    det = next((c for c in head.children if c.dep_ == "det" and c.i < head.i), None)
+    if toks and det is not None and det.i < toks[0].i and (
+            det.lower_ not in ("a", "an") or (head.tag_ not in ("NNS", "NNPS")
+                                              and (det.lower_ == "an") == (toks[0].lower_[:1] in "aeiou"))):
+        toks = [det] + toks     # "a planet-like natural satellite" from "a relatively large, terrestrial, ..."
+                                # (not "an reputation" from "an iconic reputation", "a minutes" from "a few minutes")
     while toks and toks[-1].pos_ == "PUNCT":
         toks = toks[:-1]
     while toks and toks[0].pos_ == "PUNCT":
@@ -243,6 +249,9 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
     if _needs_of(head) and not any(t.lower_ == "of" and t.head.i == head.i for t in toks):
         return []           # "a series", "52.1%" without "of epidemics" / "of the workforce" say nothing
     kept = {t.i for t in toks}
+    if any(t.i != head.i and t.lemma_.lower() in _MEASURES | _OF_HEADS and any(
+            c.dep_ == "prep" and c.lower_ == "of" and c.i not in kept for c in t.children) for t in toks):
+        return []           # a measure without what it measures: "hundreds of kilograms (of these metals)"
     ranked = any(c.dep_ in ("amod", "advmod") and (c.tag_ == "JJS" or c.ent_type_ == "ORDINAL"
                                                    or c.lower_ in ("first", "last", "only", "next"))
                  for c in head.children)
@@ -271,6 +280,11 @@ _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "m
              "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
              "example", "examples", "instance", "instances",     # "many examples (of the arcus quadrifrons)"
              "average", "maximum", "minimum"}                    # "an average (of four to five years)"
+
+
+_MEASURES = {"kilogram", "gram", "tonne", "ton", "pound", "ounce", "litre", "liter", "gallon", "barrel", "metre",
+             "meter", "kilometre", "kilometer", "mile", "foot", "inch", "acre", "hectare", "dozen", "hundred",
+             "thousand", "million", "billion", "cup", "bottle", "piece", "unit", "dose"}
 
 
 def _needs_of(head) -> bool:
