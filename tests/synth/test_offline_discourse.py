@@ -772,3 +772,23 @@ def test_the_focus_drops_the_titles_disambiguation_and_a_person_page_is_no_conte
     assert not any(c.startswith("ryan howard") for c in got), got     # no "What does Kelly flaunt in Ryan Howard?"
     seg[0]["title"] = "Wonder Woman (2017 film)"
     assert focus(seg) == "Wonder Woman"
+
+
+def test_a_quantified_phrase_is_no_context_and_a_mass_noun_page_takes_no_article():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    seg = [{"question": "Who built sewer systems?", "standalone_question": "Who built sewer systems?",
+            "title": "Sanitation", "answer": "Numerous American cities. In the 1850s numerous American cities built "
+            "sewer systems, and Chicago built the first one.", "gold_text": "In the 1850s numerous American cities "
+            "built sewer systems, and Chicago built the first one."}]
+    got = context_candidates(seg)
+    assert "sewer systems" in got and "numerous american cities" not in got, got     # not "... for numerous ...?"
+    apoptosis = {"title": "Apoptosis", "text": "Apoptosis\nApoptosis is a process of programmed cell death that occurs "
+                 "in multicellular organisms. Between 50 and 70 billion cells die each day due to apoptosis."}
+    seg = [{"question": "What is apoptosis?", "standalone_question": "What is apoptosis?", "title": "Apoptosis",
+            "answer": "A process of programmed cell death. Apoptosis is a process of programmed cell death.",
+            "gold_text": apoptosis["text"]}]
+    assert context_phrase("How many cells die each day?", apoptosis, context_candidates(seg)) == "apoptosis"
+    cashew = {"title": "Cashew", "text": "Cashew\nThe cashew tree is a tropical evergreen. The cashew seed is a nut."}
+    seg = [{"question": "What is the cashew?", "standalone_question": "What is the cashew?", "title": "Cashew",
+            "answer": "A tropical evergreen. The cashew tree is a tropical evergreen.", "gold_text": cashew["text"]}]
+    assert context_phrase("Is the seed considered a nut?", cashew, context_candidates(seg)) == "the cashew"

@@ -580,7 +580,8 @@ def context_candidates(segment: list[dict]) -> list[str]:
         # a one-word name that no page title gives (the focus or a main name: a passage's most frequent
         # name) must be in the user's questions: "Integer", "Lite" in a manual page are no context
         heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
-        if k and k not in out and k not in _GENERIC and content and k.split()[0] not in _WH | _DEICTIC \
+        if k and k not in out and k not in _GENERIC and content \
+                and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
                 and 2 * sum(w in heard for w in content) >= len(content):
@@ -628,6 +629,8 @@ _PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "ad
 
 _DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
             "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
+_MANY = {"numerous", "various", "multiple", "countless", "certain", "other", "different", "several"}
+# "numerous American cities" is how many, not which: no context ("... for numerous American cities?")
 
 
 def _said_words(segment: list[dict]) -> set[str]:
@@ -672,7 +675,9 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             if _names_something(found, text) or len(kw) >= 2:
                 return found
             if page and _common_noun(found):
-                return "the " + found.lower()   # a one-word page about a common thing ("Cashew": "the cashew")
+                # a one-word page about a common thing: "the cashew" where the text writes the article, a mass
+                # noun without one ("apoptosis", not "the apoptosis")
+                return _article_as_written(found.lower(), text)
             continue
         if inside is None and len(kw) >= 2 and not page and not any(w[:1].isupper() for w in found.split()[1:]):
             continue          # only its first word capitalised, at a sentence start: "Some people" is no name
@@ -683,8 +688,14 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             if _names_something(name, text):
                 return name                      # a name the sentences capitalise ("Friends", not "the friends")
             if inside is not None and found.islower():
-                return "the " + found            # the page's common noun, as its sentences write it ("the cashew")
+                return _article_as_written(found, text)     # the page's common noun, as its sentences write it
     return ""
+
+
+def _article_as_written(noun: str, text: str) -> str:
+    """``the <noun>`` when the text writes the article before it ("the cashew"), else the bare noun (a mass noun:
+    "apoptosis", "photosynthesis")."""
+    return ("the " + noun) if re.search(rf"\bthe\s+{re.escape(noun)}\b", text, re.IGNORECASE) else noun
 
 
 _AFTER_NAME = frozenset("""is are was were has have had does do did can could will would may might must should
