@@ -585,3 +585,11 @@ def test_a_shortened_phrase_keeps_its_article_and_a_measure_keeps_what_it_measur
     # an article that no longer fits is left out: "an reputation", "a minutes"
     got = _asked("The ballet version has attained an \"immense\" reputation among critics.")
     assert got and not any("an reputation" in f"{q} {a}" for q, a in got.items()), got
+
+
+def test_a_reflexive_that_does_not_agree_with_the_asker_is_malformed():
+    assert well_formed("How do I improve itself?") == "a reflexive pronoun that does not agree with its subject"
+    assert well_formed("Can I sign up for themselves?") is not None
+    for ok in ("How does the model improve itself?", "Can I protect the cluster itself?", "How do I protect myself from phishing?",
+               "Does the service restart itself after a failure?"):
+        assert well_formed(ok) is None, ok

@@ -1276,6 +1276,11 @@ def well_formed(question: str, followup: bool = False) -> str | None:
             and toks[-1].lower_ in ("it", "they", "them", "him", "her") and toks[-2].pos_ != "ADP" \
             and not any(t.pos_ == "VERB" for t in toks):
         return f"a pronoun as the predicate ({toks[-1].text!r})"      # "Was Vespasian it?"
+    if re.match(r"^(?:\w+ )?(?i:do|does|did|can|could|should|will|would|must|may|might) (?:I|you|we)\b", q) \
+            and any(t.lower_ in ("itself", "themselves", "himself", "herself") and doc[t.i - 1].pos_ in ("VERB", "ADP")
+                    for t in toks[1:]):
+        # "How do I improve itself?" (an emphatic one after a noun is fine: "Can I protect the cluster itself?")
+        return "a reflexive pronoun that does not agree with its subject"
     if re.search(r"\bpav(?:e|es|ed|ing) the way\b(?! for\b| to\b)", q, re.IGNORECASE):
         return "a complement cut off ('pave the way' without what it leads to)"
     in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
