@@ -593,3 +593,12 @@ def test_a_reflexive_that_does_not_agree_with_the_asker_is_malformed():
     for ok in ("How does the model improve itself?", "Can I protect the cluster itself?", "How do I protect myself from phishing?",
                "Does the service restart itself after a failure?"):
         assert well_formed(ok) is None, ok
+
+
+def test_a_time_asked_of_a_person_is_malformed():
+    assert well_formed("When was the real-life murderer Ed Gein?") == "a time asked of a person"
+    assert well_formed("When was Napoleon?", followup=True) == "a time asked of a person"
+    for ok in ("When was the Battle of Hastings?", "When was the coronation of Napoleon?", "Where was Napoleon Bonaparte born?",
+               "When was Napoleon crowned emperor?", "When was Zidane Ligue 1 Player of the Year?",
+               "When was the first Super Bowl appearance of Vinatieri?"):
+        assert well_formed(ok) is None, ok

@@ -1281,6 +1281,12 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                     for t in toks[1:]):
         # "How do I improve itself?" (an emphatic one after a noun is fine: "Can I protect the cluster itself?")
         return "a reflexive pronoun that does not agree with its subject"
+    if first == "when" and toks[1].dep_ == "ROOT" and toks[1].lemma_ == "be" and not any(t.pos_ == "VERB" for t in toks):
+        subj = next((c for c in toks[1].children if c.dep_ == "nsubj"), None)
+        if subj is not None and all(c.dep_ in ("advmod", "nsubj", "punct") for c in toks[1].children) \
+                and toks[-1].ent_type_ == "PERSON" and (toks[-1].i == subj.i or any(
+                    c.dep_ == "appos" and c.i == toks[-1].i for c in subj.children)):
+            return "a time asked of a person"       # "When was the real-life murderer Ed Gein?" (nothing said of him)
     if re.search(r"\bpav(?:e|es|ed|ing) the way\b(?! for\b| to\b)", q, re.IGNORECASE):
         return "a complement cut off ('pave the way' without what it leads to)"
     in_np = next((t for t in toks[1:] if t.lower_ in ("they", "he", "she", "it", "them")
