@@ -206,7 +206,7 @@ def _unrelated(passages: list[dict], segment: list[dict]) -> set[int]:
     """Indexes of the shown passages that are about something else than the previous turn's: another page, and a
     MiniLM cosine below ``UNRELATED_COSINE`` with the previous turn's gold passage. People move on to a related
     article: of the MTRAG ClapNQ follow-ups that change page, 9% have a passage below 0.2 with the previous
-    one; the offline questioner without this rule 33% (whatever else the cluster held), with it 27%."""
+    one; the offline questioner without this rule 33% (whatever else the cluster held), with it 25%."""
     prev = segment[-1] if segment else {}
     text = prev.get("gold_text") or ""
     if not text:
