@@ -126,3 +126,8 @@ def question_from_sentence(sentence: str, title: str = "") -> tuple[str, str]:
     if title and not has_entity and not any(w in q.lower() for w in content_words(title)):
         standalone = q[:-1] + f" in {title}?"
     return q, standalone
+
+
+def page_name(title: str) -> str:
+    """A page title as the name its text uses: "Wonder Woman (2017 film)" -> "Wonder Woman"."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", (title or "").strip()).strip()

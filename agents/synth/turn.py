@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
-from agents.synth.text import content_words, jaccard, phrase_pattern, words
+from agents.synth.text import content_words, jaccard, page_name, phrase_pattern, words  # noqa: F401 (page_name re-exported)
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
@@ -136,11 +136,6 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
                   key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
                                  -jaccard(ref_view, view(d)), d))
     return [prev, *near[:k - 1]]
-
-
-def page_name(title: str) -> str:
-    """A page title as the name its text uses: "Wonder Woman (2017 film)" -> "Wonder Woman"."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", (title or "").strip()).strip()
 
 
 RELATED_DEPTH = 30          # corpus search hits read for passages that name the page

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import QA, finish, well_formed
-from agents.synth.text import phrase_pattern
+from agents.synth.text import page_name, phrase_pattern
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
 OBJ = {"SING": "it", "PLUR": "them", "PERSON": "him"}
@@ -89,8 +89,7 @@ def focus(segment: list[dict]) -> str:
     first noun chunk), as written there ("" when none)."""
     if not segment:
         return ""
-    # the name without its disambiguation: "Ryan Howard (The Office)" -> "Ryan Howard"
-    title = re.sub(r"\s*\([^()]*\)\s*$", "", detokenize(segment[0].get("title") or "")).strip()
+    title = page_name(detokenize(segment[0].get("title") or ""))     # "Ryan Howard (The Office)" -> "Ryan Howard"
     if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
         tdoc = parse(title)
         return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
@@ -629,7 +628,7 @@ _PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "ad
 
 _DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
             "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
-_MANY = {"numerous", "various", "multiple", "countless", "certain", "other", "different", "several"}
+_MANY = {"numerous", "various", "multiple", "countless", "certain", "different"}     # (and _SOME_OR_NONE)
 # "numerous American cities" is how many, not which: no context ("... for numerous American cities?")
 
 

@@ -119,7 +119,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
     scored = []
     subjects = [] if segment else [subject_names(p) for p in passages]
-    unrelated = _unrelated(passages, segment) if segment else set()
+    unrelated = _unrelated(passages, segment)
     for i, p in enumerate(passages):
         # the previous turn's passage or another passage of its page/article: a follow-up that stays there
         # keeps the conversation's subject (people ask several questions of one page)
