@@ -602,3 +602,30 @@ def test_a_time_asked_of_a_person_is_malformed():
                "When was Napoleon crowned emperor?", "When was Zidane Ligue 1 Player of the Year?",
                "When was the first Super Bowl appearance of Vinatieri?"):
         assert well_formed(ok) is None, ok
+
+
+def test_a_description_of_the_page_subject_is_asked_by_its_name():
+    # "The film" on a page about a film is that film: a question cut from the sentence must name it (the
+    # conversation's rewrite names it too), and so must a later "it"
+    text = ("Incredibles 2 is a 2018 American computer-animated superhero film produced by Pixar Animation Studios. "
+            "The film passed $1 billion at the worldwide box office on July 30. It was released in June.")
+    qs = [qa.question for qa in passage_questions(text, "Incredibles 2")]
+    assert any(q.startswith("How much did Incredibles 2 pass at the worldwide box office") for q in qs), qs
+    assert "When was Incredibles 2 released?" in qs, qs
+    assert not any("the film" in q for q in qs), qs
+    # the title's disambiguation says what kind of thing the page is about, on any passage of the page
+    qs = [qa.question for qa in passage_questions("The film is directed by Burr Steers.",
+                                                  "Pride and Prejudice and Zombies (film)")]
+    assert "Who directs Pride and Prejudice and Zombies?" in qs, qs
+    # the text's sentence-initial "The" before a name is an article
+    qs = [qa.question for qa in passage_questions(
+        "The Hudson River is a 315-mile river that flows from north to south. The river drains into the Atlantic.",
+        "Hudson River")]
+    assert "Where does the Hudson River drain?" in qs or any(q.startswith("Does the Hudson River drain") for q in qs), qs
+    # not for another film the page mentions, nor on a page whose subject is of another kind, nor a relational noun
+    qs = [qa.question for qa in passage_questions(
+        "Doctor Strange is a fictional superhero appearing in comic books. The film was released in 2016.",
+        "Doctor Strange")]
+    assert not any("Doctor Strange released" in q or "Doctor Strange was released" in q for q in qs), qs
+    qs = [qa.question for qa in passage_questions("Kyoto is the name of a city. The name means capital.", "Kyoto")]
+    assert not any("Kyoto mean" in q for q in qs), qs

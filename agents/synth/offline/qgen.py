@@ -473,6 +473,9 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return " ".join(["the", *rest, "of", ant]), _kind(subj)
     if any(t.lower_ in PRONOUNS and t.dep_ in ("poss", "det") and t.lower_ not in ("that",) for t in toks):
         return None
+    page = _page_description(toks, antecedents)
+    if page:
+        return page, "SING"      # "The film passed $1 billion" on the Incredibles 2 page: Incredibles 2 did
     if _points_back(toks):
         return None   # "this ephemeris second", "such donors": which one, the sentence before says
     if subj.pos_ == "ADJ" and (subj.tag_ in ("JJS", "JJR") or subj.lower_ in _ELLIPTIC_HEADS) \
@@ -954,6 +957,10 @@ def _antecedent_update(sent, antecedents: dict) -> None:
     if subj is not None and subj.lower_ not in PRONOUNS:
         toks = np_tokens(subj)
         antecedents["LAST"] = None if len(subjs) > 1 else " ".join(t.text for t in toks)
+        page = _page_description(toks, antecedents)
+        if page:
+            antecedents["SING"] = page      # a later "it" after "The film ..." is the page's subject too
+            toks = []
         if _points_back(toks):
             toks = []       # "... of these regions": no antecedent to name for a later "they"
         if toks and len(toks) <= 6:
@@ -966,14 +973,78 @@ def _antecedent_update(sent, antecedents: dict) -> None:
             antecedents.setdefault("PERSON", e.text)
 
 
+def page_subject(text: str, title: str) -> tuple[str, frozenset[str]] | None:
+    """(the page's subject as its text names it, the nouns that say what kind of thing it is) for a page about a
+    named thing whose text defines it ("Incredibles 2 is a 2018 American computer-animated superhero film ..." ->
+    ("Incredibles 2", {"film"}); "The Hudson River is a 315-mile river ..." -> ("the Hudson River", {"river"})); the
+    title's disambiguation adds its kind ("Romeo and Juliet (1968 film)": "film"). None for a page about a common
+    thing, a list, or one whose first sentences do not define its subject. A passage writes "The film passed $1
+    billion ..." for its subject; a question cut from it must name it (:func:`_page_description`)."""
+    from agents.synth.text import page_name
+    name = page_name(title)
+    if not name or len(name.split()) > 6 or re.match(r"(?:wikipedia|list|lists|history|index|outline|timeline)\b",
+                                                     name, re.IGNORECASE):
+        return None
+    ws = name.split()
+    if not (any(t.pos_ == "PROPN" for t in parse(detokenize(name))) or any(w[:1].isupper() or w[:1].isdigit() for w in ws[1:])
+            or re.search(rf"[a-z,;]\s+{re.escape(ws[0])}\b", text)):
+        return None         # a page about a common thing ("Guinea pig"), not a named one
+    kinds = set()
+    dis = re.search(r"\(([^()]*)\)\s*$", title or "")
+    if dis and re.fullmatch(r"[a-z]+", (dis.group(1).split() or [""])[-1]):
+        kinds.add(dis.group(1).split()[-1])          # "(1968 film)", "(song)"; not "(The Walking Dead)"
+    key = re.sub(r"^the\s+", "", name.lower())
+    said = ""
+    for i, sent in enumerate(sentence_spans(text)):
+        if i >= 2:
+            break
+        root = sent.root
+        subj = next((c for c in root.children if c.dep_ == "nsubj"), None)
+        attr = next((c for c in root.children if c.dep_ == "attr"), None)
+        if subj is None or root.lemma_ != "be" or attr is None or attr.pos_ != "NOUN" or attr.tag_ != "NN" \
+                or attr.lower_ in _NO_KIND:
+            continue        # "X is the name of ...", "X is part of ...": no kind of thing a later "the name" is
+        words = [t for t in subj.subtree if not t.is_punct or t.text in ("-", "'", "&")]
+        if words and words[-1].tag_ == "NNPS":
+            return None     # "The Kansas City Chiefs": "the team is" would become "Is the Kansas City Chiefs"
+        stext = detokenize(" ".join(t.text for t in words))
+        low = re.sub(r"^the\s+", "", stext.lower())
+        if low == key or key.startswith(low + ","):
+            # "The Hudson River" -> "the Hudson River"; a title's own "The" where the text writes it so mid-sentence
+            keep = name.startswith("The ") and re.search(rf"[a-z,;]\s+{re.escape(stext)}\b", text)
+            said = "the " + stext[4:] if stext.startswith("The ") and not keep else stext
+            kinds.add(attr.lower_)
+            break
+    if not kinds:
+        return None
+    return said or as_written(name, text), frozenset(kinds)
+
+
+_NO_KIND = {"name", "term", "word", "part", "one", "member", "example", "type", "kind", "form", "result", "home",
+            "site", "seat", "birthplace", "base", "destination", "subject", "title", "enforcement", "center",
+            "centre", "collection", "list", "set", "number"}
+
+
+def _page_description(toks: list, antecedents: dict) -> str | None:
+    """The page's subject (:func:`page_subject`) when the noun phrase ``toks`` is "the" + a noun that says what kind
+    of thing it is ("the film" on the Incredibles 2 page), else None."""
+    page = antecedents.get("PAGE")
+    if not page or len(toks) != 2 or toks[0].lower_ != "the" or toks[1].lower_ not in page[1]:
+        return None
+    return page[0]
+
+
 @lru_cache(maxsize=4096)
 def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     """All well-formed candidates of one passage, in sentence order (cached by content)."""
     out: list[QA] = []
-    antecedents: dict[str, str] = {}
+    antecedents: dict = {}
     if title and len(title.split()) <= 5 and not title.lower().startswith(("wikipedia:", "list of")):
         tdoc = parse(detokenize(title))
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
+    page = page_subject(text, title)
+    if page:
+        antecedents["PAGE"] = page
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
             mine = _as_mine(qa.question)
