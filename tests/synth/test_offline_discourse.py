@@ -792,3 +792,16 @@ def test_a_quantified_phrase_is_no_context_and_a_mass_noun_page_takes_no_article
     seg = [{"question": "What is the cashew?", "standalone_question": "What is the cashew?", "title": "Cashew",
             "answer": "A tropical evergreen. The cashew tree is a tropical evergreen.", "gold_text": cashew["text"]}]
     assert context_phrase("Is the seed considered a nut?", cashew, context_candidates(seg)) == "the cashew"
+
+
+def test_a_word_of_a_longer_name_is_no_context():
+    # "Prejudice", the most frequent name of a passage about "Pride and Prejudice and Zombies", gave
+    # "What did Michael Wearing of the BBC commission in Prejudice?"
+    from agents.synth.offline.discourse import context_candidates
+    text = ("Pride and Prejudice and Zombies is a 2016 parody film. Prejudice and Zombies fans liked it. "
+            "Prejudice was the word of the day. Prejudice and Prejudice again.")
+    seg = [{"question": "Who directs Pride and Prejudice and Zombies?",
+            "standalone_question": "Who directs Pride and Prejudice and Zombies?", "answer": "Burr Steers.",
+            "title": "Pride and Prejudice and Zombies (film)", "gold_text": text}]
+    cands = context_candidates(seg)
+    assert "pride and prejudice and zombies" in cands and "prejudice" not in cands, cands

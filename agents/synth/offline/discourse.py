@@ -583,12 +583,14 @@ def context_candidates(segment: list[dict]) -> list[str]:
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
+                and not (len(k.split()) == 1 and any(f" {k} " in f" {o} " for o in out)) \
                 and 2 * sum(w in heard for w in content) >= len(content):
             # (a person is never the context: "... in Gandhi?"; and the context is what the
             # conversation said - at least half its content words were in a question or an answer -,
             # not a page title nobody mentioned: a person's rewrite adds words from the history; a
             # passage's frequent one-word name is the context only when the user asked about it:
-            # "JSON", "Integer", "Lite" in a passage give no "... in Integer?")
+            # "JSON", "Integer", "Lite" in a passage give no "... in Integer?"; nor a word of a longer name already
+            # there: "Prejudice" of "Pride and Prejudice and Zombies")
             out.append(k)
     return out[:24]
 

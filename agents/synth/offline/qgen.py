@@ -461,6 +461,10 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     toks = np_tokens(subj)
     if not toks:
         return None
+    name = antecedents.get("TITLE") or ""
+    if name and len(toks) < len(name.split()) and " ".join(t.lower_ for t in toks) == " ".join(name.lower().split()[:len(toks)]) \
+            and detokenize(" ".join(t.text for t in subj.subtree)).lower() == name.lower():
+        return name, "SING"     # the page's name the parser split ("Jack" + "in the Box"): asked whole, never "Is Jack ...?"
     if any(c.dep_ == "conj" for c in subj.children) and not any(t.dep_ == "conj" for t in toks):
         return None     # "The FIBA Basketball World Cup and Men's Olympic ... are": half a subject says it wrong
     poss = [t for t in toks if t.dep_ == "poss" and t.lower_ in ("its", "their", "his", "her")]
@@ -1045,6 +1049,9 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     page = page_subject(text, title)
     if page:
         antecedents["PAGE"] = page
+    if title:
+        from agents.synth.text import page_name
+        antecedents["TITLE"] = page_name(detokenize(title))
     for i, sent in enumerate(sentence_spans(text)):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
             mine = _as_mine(qa.question)
