@@ -798,10 +798,17 @@ def test_a_word_of_a_longer_name_is_no_context():
     # "Prejudice", the most frequent name of a passage about "Pride and Prejudice and Zombies", gave
     # "What did Michael Wearing of the BBC commission in Prejudice?"
     from agents.synth.offline.discourse import context_candidates
-    text = ("Pride and Prejudice and Zombies is a 2016 parody film. Prejudice and Zombies fans liked it. "
-            "Prejudice was the word of the day. Prejudice and Prejudice again.")
+    text = ("Pride and Prejudice and Zombies (stylised as Pride + Prejudice + Zombies) is a 2016 parody film based on "
+            "the novel Pride and Prejudice and Zombies, which parodies the novel Pride and Prejudice by Jane Austen.")
     seg = [{"question": "Who directs Pride and Prejudice and Zombies?",
             "standalone_question": "Who directs Pride and Prejudice and Zombies?", "answer": "Burr Steers.",
             "title": "Pride and Prejudice and Zombies (film)", "gold_text": text}]
     cands = context_candidates(seg)
     assert "pride and prejudice and zombies" in cands and "prejudice" not in cands, cands
+    # a one-word name that also stands alone in the text stays a context beside the longer name
+    mars = ("Mars has been explored by spacecraft. NASA's Mars Odyssey orbiter entered Mars orbit in 2001. Dust covers "
+            "much of the surface of Mars. Mars is the fourth planet. On Mars the dust storms are large.")
+    seg = [{"question": "When did NASA's Mars Odyssey orbiter enter Mars orbit?",
+            "standalone_question": "When did NASA's Mars Odyssey orbiter enter Mars orbit?", "answer": "In 2001.",
+            "title": "Exploration of Mars", "gold_text": mars}]
+    assert "mars" in context_candidates(seg), context_candidates(seg)

@@ -637,3 +637,10 @@ def test_the_pages_name_split_by_the_parser_is_asked_whole():
         "Jack in the Box is an American fast-food restaurant chain founded in 1951.", "Jack in the Box")]
     assert "Is Jack in the Box an American fast-food restaurant chain?" in qs, qs
     assert not any(q.startswith("Is Jack an") for q in qs), qs
+
+
+def test_a_purpose_keeps_every_to_but_its_infinitive_marker():
+    # "To customize the cluster to your needs, ..." gave "How do I customize the cluster my needs?"
+    assert "How do I customize the cluster to my needs?" in _asked(
+        "To customize the cluster to your needs, edit the configuration file.")
+    assert "How do I connect to the database?" in _asked("To connect to the database, use the service credentials.")

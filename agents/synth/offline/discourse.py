@@ -572,6 +572,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
     said = _said_words(segment)
     questioned = _said_words([{"question": t.get("question") or ""} for t in segment])
     pages = 1 + len(segment)          # the focus and the page titles
+    text = _segment_text(segment)
     out: list[str] = []
     for rank, n in enumerate(salient + asked + mentioned):
         k = norm_np(n or "")
@@ -583,16 +584,31 @@ def context_candidates(segment: list[dict]) -> list[str]:
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
                 and not any(k == p or k in p.split() for p in people) \
-                and not (len(k.split()) == 1 and any(f" {k} " in f" {o} " for o in out)) \
+                and not (len(k.split()) == 1 and rank >= pages and any(f" {k} " in f" {o} " for o in out)
+                         and _only_inside_names(k, text)) \
                 and 2 * sum(w in heard for w in content) >= len(content):
             # (a person is never the context: "... in Gandhi?"; and the context is what the
             # conversation said - at least half its content words were in a question or an answer -,
             # not a page title nobody mentioned: a person's rewrite adds words from the history; a
             # passage's frequent one-word name is the context only when the user asked about it:
-            # "JSON", "Integer", "Lite" in a passage give no "... in Integer?"; nor a word of a longer name already
-            # there: "Prejudice" of "Pride and Prejudice and Zombies")
+            # "JSON", "Integer", "Lite" in a passage give no "... in Integer?"; nor a passage's one-word name that is
+            # a word of a longer name already there and never stands alone in the text: "Prejudice" of "Pride and
+            # Prejudice and Zombies"; "Mars" beside "Exploration of Mars" stays where the text says "on Mars")
             out.append(k)
     return out[:24]
+
+
+def _only_inside_names(word: str, text: str) -> bool:
+    """Every occurrence of ``word`` in ``text`` continues a capitalised name ("Pride and Prejudice", "Pride +
+    Prejudice"): it is a piece of that name, not a name of its own."""
+    hits = list(re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE))
+    for m in hits:
+        before = text[:m.start()].split()
+        while before and before[-1].lower() in ("and", "of", "the", "+", "&"):
+            before.pop()
+        if not before or not before[-1][:1].isupper():
+            return False
+    return bool(hits)
 
 
 def _modifier_led(segment: list[dict]) -> set[str]:

@@ -750,7 +750,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             if depth:
                 inside.add(t.i)
             depth -= t.text == ")" and depth > 0
-        purpose = [t for t in to_cl.subtree if not t.is_space and t.lower_ != "to" and not t.is_punct
+        # (only the infinitive's own "to": "To customize the cluster to your needs" keeps its second one)
+        purpose = [t for t in to_cl.subtree if not t.is_space and not (t.lower_ == "to" and t.head.i == to_cl.i
+                                                                       and t.dep_ == "aux") and not t.is_punct
                    and t.i not in inside]
         if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose):
             if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
