@@ -644,3 +644,11 @@ def test_a_purpose_keeps_every_to_but_its_infinitive_marker():
     assert "How do I customize the cluster to my needs?" in _asked(
         "To customize the cluster to your needs, edit the configuration file.")
     assert "How do I connect to the database?" in _asked("To connect to the database, use the service credentials.")
+
+
+def test_an_amount_of_money_says_its_currency():
+    # the tagger's MONEY on an issue number gave "How much did the character make in October 2003?" -> "1"
+    got = _asked("The character made her debut in The Walking Dead #1 in October 2003.")
+    assert not any(q.startswith("How much") for q in got), got
+    assert _asked("The film grossed $300 million in North America.").get("How much did the film gross?") == "$300 million"
+    assert _asked("The bridge cost 2 million pounds to build.").get("How much did the bridge cost?") == "2 million pounds"

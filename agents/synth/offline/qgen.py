@@ -909,7 +909,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 cur = money[0].doc[money[0].i - 1] if money and money[0].i > 0 else None
                 if cur is not None and cur.text in "$€£¥₹" and cur.ent_type_ != "MONEY":
                     money = [cur, *money]           # "$6", not "6"
-                qa = _mk(clause, sent, "how_much", "How much", money, {c.i}, subj_words, subj_kind, idx, score=1.3)
+                # an amount of money says its currency: the tagger's MONEY on "The Walking Dead #1" is an issue number
+                qa = _mk(clause, sent, "how_much", "How much", money, {c.i}, subj_words, subj_kind, idx, score=1.3) \
+                    if _CURRENCY.search(" ".join(t.text for t in money)) else None
                 if qa:
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
@@ -1025,6 +1027,10 @@ def page_subject(text: str, title: str) -> tuple[str, frozenset[str]] | None:
         return None
     return said or as_written(name, text), frozenset(kinds)
 
+
+_CURRENCY = re.compile(r"[$€£¥₹]|\b(?:[A-Z]{2,3}\$|dollars?|euros?|pounds?|sterling|yen|yuan|renminbi|rupees?|cents?|pence|"
+                       r"francs?|marks?|lira|lire|pesos?|rubles?|roubles?|won|krona|kronor|krone|guineas?|shillings?|"
+                       r"USD|EUR|GBP|JPY|INR|CNY|CHF)\b", re.IGNORECASE)
 
 _NO_KIND = {"name", "term", "word", "part", "one", "member", "example", "type", "kind", "form", "result", "home",
             "site", "seat", "birthplace", "base", "destination", "subject", "title", "enforcement", "center",
