@@ -652,3 +652,16 @@ def test_an_amount_of_money_says_its_currency():
     assert not any(q.startswith("How much") for q in got), got
     assert _asked("The film grossed $300 million in North America.").get("How much did the film gross?") == "$300 million"
     assert _asked("The bridge cost 2 million pounds to build.").get("How much did the bridge cost?") == "2 million pounds"
+
+
+def test_they_is_resolved_only_to_the_previous_sentences_subject():
+    # two sentences after "the inmates", "they" is Rick's group: no "What do the inmates meet?"
+    text = ("Rick and the group settle into the prison. After this event, the inmates try to assimilate with the group. "
+            "Rick meets the katana-wielding woman Michonne. At the town they meet a man called The Governor.")
+    assert not any("the inmates meet" in q for q in _asked_in(text)), _asked_in(text)
+    text = "The inmates try to assimilate with the group. They meet a man called The Governor."
+    assert any(q.startswith("Do the inmates meet a man") for q in _asked_in(text)), _asked_in(text)
+
+
+def _asked_in(text: str) -> list[str]:
+    return [qa.question for qa in passage_questions(text, "")]

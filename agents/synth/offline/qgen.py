@@ -452,6 +452,9 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
             ant = antecedents.get("SING")
         elif low in ("they", "these"):
             ant = antecedents.get("PLUR")
+            if ant and "LAST" in antecedents and (antecedents["LAST"] or "").lower() != ant.lower():
+                return None   # the previous sentence's subject was something else: "At the town they meet ..." two
+                              # sentences after "the inmates" is about Rick and his group
         else:
             ant = None
         return (ant, PERSONAL.get(low, "SING")) if ant else None
