@@ -464,6 +464,8 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             continue          # a person, or a phrase that already refers ("her mother")
         if c[0].lower_ in _SOME_OR_NONE:
             continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
+        if sum(t.lower_ == root.lower_ for t in doc) > 1:
+            continue          # "from node to node": half of a pair, no "from it to node"
         if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
             continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
         if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or _same_np(n, mentions[0])):
