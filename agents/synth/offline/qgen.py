@@ -984,13 +984,14 @@ def _antecedent_update(sent, antecedents: dict) -> None:
             antecedents.setdefault("PERSON", e.text)
 
 
-def page_subject(text: str, title: str) -> tuple[str, frozenset[str]] | None:
+def page_subject(text: str, title: str, sents: list | None = None) -> tuple[str, frozenset[str]] | None:
     """(the page's subject as its text names it, the nouns that say what kind of thing it is) for a page about a
     named thing whose text defines it ("Incredibles 2 is a 2018 American computer-animated superhero film ..." ->
     ("Incredibles 2", {"film"}); "The Hudson River is a 315-mile river ..." -> ("the Hudson River", {"river"})); the
     title's disambiguation adds its kind ("Romeo and Juliet (1968 film)": "film"). None for a page about a common
     thing, a list, or one whose first sentences do not define its subject. A passage writes "The film passed $1
-    billion ..." for its subject; a question cut from it must name it (:func:`_page_description`)."""
+    billion ..." for its subject; a question cut from it must name it (:func:`_page_description`). ``sents``: the
+    passage's :func:`~agents.synth.offline.nlp.sentence_spans` when the caller has them (parsed once)."""
     from agents.synth.text import page_name
     name = page_name(title)
     if not name or len(name.split()) > 6 or re.match(r"(?:wikipedia|list|lists|history|index|outline|timeline)\b",
@@ -1006,9 +1007,7 @@ def page_subject(text: str, title: str) -> tuple[str, frozenset[str]] | None:
         kinds.add(dis.group(1).split()[-1])          # "(1968 film)", "(song)"; not "(The Walking Dead)"
     key = re.sub(r"^the\s+", "", name.lower())
     said = ""
-    for i, sent in enumerate(sentence_spans(text)):
-        if i >= 2:
-            break
+    for sent in (sents if sents is not None else sentence_spans(text))[:2]:
         root = sent.root
         subj = next((c for c in root.children if c.dep_ == "nsubj"), None)
         attr = next((c for c in root.children if c.dep_ == "attr"), None)
@@ -1057,13 +1056,14 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     if title and len(title.split()) <= 5 and not title.lower().startswith(("wikipedia:", "list of")):
         tdoc = parse(detokenize(title))
         antecedents["SING"] = detokenize(title) if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
-    page = page_subject(text, title)
+    sents = sentence_spans(text)
+    page = page_subject(text, title, sents)
     if page:
         antecedents["PAGE"] = page
     if title:
         from agents.synth.text import page_name
         antecedents["TITLE"] = page_name(detokenize(title))
-    for i, sent in enumerate(sentence_spans(text)):
+    for i, sent in enumerate(sents):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
             mine = _as_mine(qa.question)
             if mine != qa.question:
