@@ -605,7 +605,7 @@ def _only_inside_names(word: str, text: str) -> bool:
     Prejudice"): it is a piece of that name, not a name of its own."""
     hits = list(re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE))
     for m in hits:
-        before = text[:m.start()].split()
+        before = text[max(0, m.start() - 120):m.start()].split()     # the few words before it
         while before and before[-1].lower() in ("and", "of", "the", "+", "&"):
             before.pop()
         if not before or not before[-1][:1].isupper():

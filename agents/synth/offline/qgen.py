@@ -31,6 +31,7 @@ from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse, sentence_spans
 from agents.synth.offline.answer_types import is_people, request_body
+from agents.synth.text import page_name
 
 PRONOUNS = {"it", "they", "he", "she", "this", "these", "those", "its", "their", "his", "her", "them", "him",
             "we", "i", "you", "that", "which", "who", "there", "one"}
@@ -464,10 +465,11 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     toks = np_tokens(subj)
     if not toks:
         return None
-    name = antecedents.get("TITLE") or ""
-    if name and len(toks) < len(name.split()) and " ".join(t.lower_ for t in toks) == " ".join(name.lower().split()[:len(toks)]) \
-            and detokenize(" ".join(t.text for t in subj.subtree)).lower() == name.lower():
-        return name, "SING"     # the page's name the parser split ("Jack" + "in the Box"): asked whole, never "Is Jack ...?"
+    name = (antecedents.get("TITLE") or "").lower().split()
+    if len(toks) < len(name) and [t.lower_ for t in toks] == name[:len(toks)] \
+            and detokenize(" ".join(t.text for t in subj.subtree)).lower().split() == name:
+        return antecedents["TITLE"], "SING"     # the page's name the parser split ("Jack" + "in the Box"): asked
+                                                # whole, never "Is Jack ...?"
     if any(c.dep_ == "conj" for c in subj.children) and not any(t.dep_ == "conj" for t in toks):
         return None     # "The FIBA Basketball World Cup and Men's Olympic ... are": half a subject says it wrong
     poss = [t for t in toks if t.dep_ == "poss" and t.lower_ in ("its", "their", "his", "her")]
@@ -992,7 +994,6 @@ def page_subject(text: str, title: str, sents: list | None = None) -> tuple[str,
     thing, a list, or one whose first sentences do not define its subject. A passage writes "The film passed $1
     billion ..." for its subject; a question cut from it must name it (:func:`_page_description`). ``sents``: the
     passage's :func:`~agents.synth.offline.nlp.sentence_spans` when the caller has them (parsed once)."""
-    from agents.synth.text import page_name
     name = page_name(title)
     if not name or len(name.split()) > 6 or re.match(r"(?:wikipedia|list|lists|history|index|outline|timeline)\b",
                                                      name, re.IGNORECASE):
@@ -1061,7 +1062,6 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     if page:
         antecedents["PAGE"] = page
     if title:
-        from agents.synth.text import page_name
         antecedents["TITLE"] = page_name(detokenize(title))
     for i, sent in enumerate(sents):
         for qa in questions_from_sentence(sent, i, dict(antecedents), title):
