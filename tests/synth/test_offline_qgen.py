@@ -665,3 +665,33 @@ def test_they_is_resolved_only_to_the_previous_sentences_subject():
 
 def _asked_in(text: str) -> list[str]:
     return [qa.question for qa in passage_questions(text, "")]
+
+
+def test_a_subject_keeps_the_short_phrase_that_says_which_one():
+    # "a tornado in the vicinity of Reform" was asked as "Did a tornado damage two homes?": any tornado, anywhere
+    qs = _asked_in("In Alabama, a tornado in the vicinity of Reform damaged two homes and destroyed a barn.")
+    assert "How many homes did a tornado in the vicinity of Reform damage?" in qs, qs
+    assert not any(q.startswith(("Did a tornado damage", "How many homes did a tornado damage")) for q in qs), qs
+    qs = _asked_in("For most areas in the state, the temperatures in July are approximately 90 degrees.")
+    assert "Are the temperatures in July approximately 90 degrees?" in qs, qs
+    # a name says which one alone, and a phrase with a pronoun points into the passage: both as before
+    qs = _asked_in("The Berlin Wall in Germany fell in 1989. Children with their parents visited the wall.")
+    assert "When did the Berlin Wall fall?" in qs, qs
+    assert not any("with their parents" in q for q in qs), qs
+
+
+def test_an_answer_that_is_only_a_vague_noun_gives_no_question():
+    # "What do potential difficulties with primary sources have?" -> "the result" (what result: the clause after it)
+    qs = _asked_in("Potential difficulties with primary sources have the result that history is taught using "
+                   "secondary sources. The API key includes information about the account.")
+    assert not any(q.startswith(("What do potential difficulties", "What does the API key include")) for q in qs), qs
+    # a count of them is an answer ("two types")
+    assert _asked("IBM Cloudant supports two types of indexes.").get(
+        "How many types of indexes does IBM Cloudant support?", "").lower() == "two types"
+
+
+def test_a_connective_left_at_the_end_is_dropped():
+    qs = _asked_in("In addition, the state has 11,037 inland lakes.")
+    assert "How many inland lakes does the state have?" in qs, qs
+    assert not any(q.endswith("in addition?") for q in qs), qs
+    assert _asked_in("The cashew nut yields are about 0.25 metric tons per hectare, in contrast to the dwarf variety.")

@@ -109,7 +109,8 @@ class QA:
 def finish(q: str) -> str:
     """Capitalised, detokenised, single-spaced, one trailing question mark, no trademark signs."""
     q = detokenize(re.sub(r"\s*[®™©]", "", q).replace(" ?", "?")).strip().rstrip(".?!,;: ")   # nobody types "®"
-    q = re.sub(r",?\s+(?:though|however|thus|therefore|nevertheless|nonetheless)$", "", q, flags=re.IGNORECASE)
+    q = re.sub(r",?\s+(?:though|however|thus|therefore|nevertheless|nonetheless|moreover|furthermore|in addition|"
+               r"in contrast|by contrast|in turn|in fact|as well)$", "", q, flags=re.IGNORECASE)
     if not q:               # (a connective left at the end says nothing: "Can nights be cool in summer though?")
         return q
     return q[0].upper() + q[1:] + "?"
@@ -203,17 +204,22 @@ def _case_vocab(doc) -> tuple[set[str], set[str]]:
 _CASES: dict[int, tuple] = {}
 
 
-def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
+def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = False) -> list:
     """The noun phrase of ``head`` without relative clauses, appositions or parentheticals;
     too long -> determiner + compounds/adjectives + head. Empty when what is dropped is the phrase's content:
     a rank's scope ("the first person (to walk on the Moon)"; kept with ``scoped=False``, for a definition's
-    answer that its sentence follows) or a noun's complement clause ("a tendency (to see the worst)")."""
+    answer that its sentence follows) or a noun's complement clause ("a tendency (to see the worst)").
+    ``restrict``: a common noun keeps the short phrase that says which one (:func:`_restrictive_pp`: "a tornado in
+    the vicinity of Reform", "temperatures in July"); for a question's subject, which names what it asks about."""
     drop: set[int] = set()
     coord = [c for c in head.children if c.dep_ in ("cc", "conj") and c.i > head.i]
     keep_coord = any(c.dep_ == "conj" for c in coord) and \
         sum(len(list(c.subtree)) for c in coord) <= max(0, max_words - 2) and \
         not any(t.text in "()[];:\"—–" for c in coord for t in c.subtree)
     of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head)}
+    which = _restrictive_pp(head) if restrict else set()
+    if which and len(np_tokens(head, max_words, scoped)) + len(which) > max_words:
+        which = set()       # the phrase with it would be cut short: without it, as before
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
@@ -227,7 +233,7 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True) -> list:
         if c.dep_ in _SKIP_CHILD or c.dep_ not in _NP_KEEP and c.dep_ != "prep":
             drop.update(t.i for t in c.subtree)
         elif c.dep_ == "prep" and (c.lower_ != "of" or len(list(c.subtree)) > 4):
-            drop.update(t.i for t in c.subtree if t.i not in of_kept)
+            drop.update(t.i for t in c.subtree if t.i not in of_kept and t.i not in which)
     toks = [t for t in head.subtree if t.i not in drop and not t.is_space]
     # cut at brackets or dashes
     if any(t.text in "()[]—–;:\"" for t in toks):
@@ -307,6 +313,33 @@ def _of_core(prep, head) -> set:
     if not core or core[0].i != prep.i + 1 or len(core) > 4:
         return set()
     return {prep.i} | {t.i for t in core}
+
+
+_RESTRICT_PREPS = {"in", "on", "at", "from", "with", "for", "between", "under", "within", "during", "near", "among",
+                   "against", "about", "inside", "outside", "across", "over", "behind", "beyond", "without"}
+
+
+def _restrictive_pp(head) -> set:
+    """The indexes of the short prepositional phrase right after a common-noun head that says which one it is
+    ("temperatures (in July)", "a tornado (in the vicinity of Reform)", "potential difficulties (with primary
+    sources)", "the Indian economy (under the British Raj)"): without it the question asks of something else or of
+    nothing ("Are the temperatures approximately 90 °F?", "Did a tornado damage two homes?"). Empty for a name
+    (it says which one alone), a phrase of over five words, one with a clause, punctuation or a pronoun ("in it",
+    "with their parents": the passage's referents), or an object that is no noun."""
+    if head.pos_ != "NOUN" or any(c.pos_ == "PROPN" and c.dep_ == "compound" for c in head.children):
+        return set()
+    right = max([head.i] + [t.i for c in head.children if c.i < head.i or c.dep_ in ("compound", "amod")
+                            and c.i > head.i for t in c.subtree])
+    prep = next((c for c in head.children if c.dep_ == "prep" and c.i == right + 1), None)
+    if prep is None or prep.lower_ not in _RESTRICT_PREPS:
+        return set()
+    sub = list(prep.subtree)
+    pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
+    if pobj is None or pobj.pos_ not in ("NOUN", "PROPN") or len(sub) > 6 or sub[-1].i - sub[0].i + 1 != len(sub) \
+            or any(t.is_punct and t.text not in ("-", "'s", "’s") or t.pos_ in ("VERB", "AUX", "PRON", "SCONJ")
+                   or t.lower_ in ("this", "that", "these", "those", "such") for t in sub):
+        return set()
+    return {t.i for t in sub}
 
 
 def _name_part(appos, head) -> bool:
@@ -462,7 +495,7 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     if subj.ent_type_ in ("CARDINAL", "PERCENT", "QUANTITY") and subj.pos_ != "PROPN":
         return None     # an amount as the subject ("one-sixth of India's population lived ..."): its head says nothing
                         # alone ("Where did sixth live?"), and the amount is what the sentence states
-    toks = np_tokens(subj)
+    toks = np_tokens(subj, restrict=True)
     if not toks:
         return None
     name = (antecedents.get("TITLE") or "").lower().split()
@@ -1071,6 +1104,7 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 # step?" (not "Does your assistant ...")
                 qa = replace(qa, question=mine, template=_as_mine(qa.template), topic=_as_mine(qa.topic))
             if well_formed(qa.question) is None and not points_at_the_page(qa.question) and not cut_short(qa.answer) \
+                    and not vague_answer(qa) \
                     and not (qa.qtype == "yesno" and cut_short(qa.question.rstrip("?"))) \
                     and not points_into_the_passage(qa.question) and not _WRITERS_WE.search(qa.question):
                 out.append(qa)
@@ -1081,6 +1115,25 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
     she = low.count(" she ") + low.count(" her ")
     gender = "she" if she > he else "he" if he else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+
+
+# nouns that name no thing of their own: what they are is in the words after them ("the result (that history is
+# taught ...)", "factors (including ...)", "the fact (that ...)")
+_VAGUE_HEADS = {"result", "results", "factor", "factors", "fact", "thing", "things", "method", "methods", "way",
+                "ways", "aspect", "aspects", "element", "elements", "feature", "features", "issue", "issues", "matter",
+                "means", "something", "stuff", "details", "information", "kind", "kinds", "type", "types", "question",
+                "questions", "item", "items", "option", "options", "step", "steps"}
+
+
+def vague_answer(qa: QA) -> bool:
+    """A what/who question whose answer is one such noun ("What do potential difficulties with primary sources
+    have?" -> "the result"; "What does Kelly Kapoor flaunt?" -> "the fact"): the asker learns nothing from it, and
+    the sentence's content is left out. A count keeps it ("How many types ...?" -> "two types")."""
+    if qa.qtype not in ("what", "who"):
+        return False
+    ws = [w for w in qa.answer.strip().rstrip(".").lower().split()
+          if w not in ("the", "a", "an", "some", "several", "many", "various", "other", "certain", "different")]
+    return len(ws) == 1 and ws[0] in _VAGUE_HEADS
 
 
 # the writer's "we" (a company's "our data centers", a quoted speaker's "our show"): the asker is not them
