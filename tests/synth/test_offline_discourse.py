@@ -2,6 +2,8 @@
 to the segment's focus; the standalone question stays the resolved form."""
 from dataclasses import replace
 
+import pytest
+
 from agents.synth.offline.discourse import DiscourseShares, render, segment_topics
 from agents.synth.offline.qgen import QA
 
@@ -487,6 +489,23 @@ def test_fallback_definition_takes_the_article_the_passage_writes():
     assert _fallback({"passages": [wall]})[1] == "What is the Great Wall of China?"
     boise = {"doc_id": "b", "title": "Boise State University", "text": "Boise State University is a university."}
     assert _fallback({"passages": [boise]})[1] == "What is Boise State University?"
+
+
+def test_fallback_asks_only_what_a_passage_answers_and_else_fails_explicitly():
+    """"What is World War I?" was asked of a passage about observation balloons: the fallback definition goes to
+    the passage that defines its page's subject, and with none the attempt fails with a reason (no generic "What
+    else should I know about this topic?" for the verifier to pass or reject)."""
+    from agents.synth.offline.questioning import _fallback
+    balloons = {"doc_id": "w", "title": "World War I",
+                "text": "World War I\nManned observation balloons , floating high above the trenches , were used ."}
+    cup = {"doc_id": "c", "title": "Stanley Cup",
+           "text": "Stanley Cup\nThe Stanley Cup ( French : La Coupe Stanley ) is the championship trophy ."}
+    assert _fallback({"passages": [balloons, cup]})[:2] == (2, "What is the Stanley Cup?")
+    with pytest.raises(ValueError, match="no question left"):
+        _fallback({"passages": [balloons]})
+    # a passage that opens with its subject is about it: asked when none defines it
+    climate = {"doc_id": "d", "title": "Dasht-e Kavir", "text": "Dasht-e Kavir\nThe Dasht-e Kavir 's climate is arid . Little rain falls on the Dasht-e Kavir ."}
+    assert _fallback({"passages": [balloons, climate]})[:2] == (2, "What is the Dasht-e Kavir?")
 
 
 SUPER_BOWL = {"doc_id": "sb", "title": "Super Bowl XXVII",

@@ -53,7 +53,7 @@ from agents.synth.offline.discourse import (DiscourseShares, context_candidates,
                                             coreferable, elide_given, history_mentions, main_name, mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
-from agents.synth.offline.nlp import clean_passage, parse
+from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import QA, _verb_past, as_written, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import content_words, jaccard_words, words
@@ -372,20 +372,51 @@ def _defines_a_name(question: str) -> bool:
 
 
 def _fallback(x: dict) -> tuple[int, str, str]:
-    """No candidate left: a definitional question about the first unused passage's title."""
+    """No candidate left: a definitional question about a shown passage's subject that the passage answers. The
+    first unused passage that defines its page's subject ("The Stanley Cup is the championship trophy ...") comes
+    first, then one whose opening sentence is about it ("The Dasht-e Kavir's climate is arid ...") or a passage
+    named by its own heading. With none the attempt fails explicitly (``ValueError``: the turn's failure says why)
+    rather than ask what the passage does not answer: "What is World War I?" was asked of a passage about
+    observation balloons, "What is the history of the Roman Empire?" of one about Vespasian's provinces, and a
+    generic "What else should I know about this topic?" was sometimes accepted."""
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
-    i = next((k for k, p in enumerate(passages) if p["doc_id"] not in used), 0)
-    title = title_name((passages[i].get("title") or "").strip()) or main_name(passages[i]["text"])
-    if not title:           # the passage's first line when it is a short heading
-        first = clean_passage(passages[i]["text"]).split("\n")[0].strip()
-        title = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
-    if title:
-        title = as_written(title, passages[i]["text"])    # "What is the Great Wall of China?"
-    q = finish(f"What is {title}") if title and len(title.split()) <= 6 else ""
+    best: tuple[int, int, str] | None = None
+    for i, p in enumerate(passages):
+        if p["doc_id"] in used:
+            continue
+        title = title_name((p.get("title") or "").strip())
+        rank = _about(title, p["text"]) if title else None
+        if not title:
+            name = main_name(p["text"])
+            if not name:        # the passage's first line when it is a short heading
+                first = clean_passage(p["text"]).split("\n")[0].strip()
+                name = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
+            title, rank = name, (1 if name else None)
+        if rank is not None and (best is None or rank < best[0]):
+            best = (rank, i, as_written(title, p["text"]))      # "What is the Great Wall of China?"
+    q = finish(f"What is {best[2]}") if best and len(best[2].split()) <= 6 else ""
     if not q or well_formed(q) is not None:
-        q = "What else should I know about this topic?"       # the verifier decides; usually rejected
-    return i + 1, q, q
+        raise ValueError("no question left in the shown passages: every candidate repeats an earlier turn, was "
+                         "rejected, or no passage defines its subject")
+    return best[1] + 1, q, q
+
+
+def _about(name: str, text: str) -> int | None:
+    """0 when the passage's first sentence defines ``name`` ("The Stanley Cup (French: ...) is the championship
+    trophy ..."), 1 when it opens with it ("The Dasht-e Kavir's climate is arid ..."), None otherwise."""
+    lines = text.strip().split("\n", 1)
+    if len(lines) > 1 and jaccard_words(lines[0], name) >= 0.5:
+        text = lines[1]         # the page's title line
+    body = detokenize(clean_passage(text))
+    first = re.split(r"(?<=[.!?])\s+", body.strip(), maxsplit=1)[0]
+    n = re.escape(re.sub(r"^the\s+", "", name, flags=re.IGNORECASE))
+    if re.match(rf"(?:the\s+)?{n}\b(?:\s*\([^)]*\))?(?:\s*,[^,]{{1,80}},)?\s+(?:is|was|are|were|refers)\b", first,
+                re.IGNORECASE):
+        return 0
+    if re.match(rf"(?:the\s+)?{n}(?:'s|’s)?\b", first, re.IGNORECASE):
+        return 1
+    return None
 
 
 _SHIFT = {"when": ["Where", "Why", "How"], "where": ["When", "Why"], "who": ["When", "Where", "Why"],
