@@ -695,3 +695,24 @@ def test_a_connective_left_at_the_end_is_dropped():
     assert "How many inland lakes does the state have?" in qs, qs
     assert not any(q.endswith("in addition?") for q in qs), qs
     assert _asked_in("The cashew nut yields are about 0.25 metric tons per hectare, in contrast to the dwarf variety.")
+
+
+def test_no_question_from_an_infobox_or_a_name_cut_by_its_bracket():
+    # a flattened infobox gave "What does Specialty Hematology Symptoms Attacks of pain cause?"
+    assert _asked_in("Sickle cell disease Synonyms Sickle cell disorder. Specialty Hematology Symptoms Attacks of pain, "
+                     "anemia, swelling in the hands and feet cause pain.") == []
+    # "The Bachelor of Architecture (B. Arch.) degree" gave "Is degree a professional degree?"
+    qs = _asked_in("The Bachelor of Architecture ( B. Arch . ) degree is a professional degree awarded to students "
+                   "who complete the course .")
+    assert not any(q.startswith("Is degree") for q in qs), qs
+    # a bracket after the whole name keeps it
+    assert "What is the Stanley Cup?" in _asked_in(
+        "The Stanley Cup ( French : La Coupe Stanley ) is the championship trophy awarded annually to the playoff winner .")
+
+
+def test_no_object_question_on_the_subject_of_a_to_clause():
+    # "has enabled women ... to have biological children" gave "What has it enabled to have biological children?"
+    qs = _asked_in("The combination of egg donation and surrogacy has enabled gay men , including singer Elton John "
+                   "and his partner , to have biological children .")
+    assert not any(q.startswith("What has") for q in qs), qs
+    assert "What did the company build in 2009?" in _asked_in("The company built a new factory in 2009.")

@@ -239,6 +239,10 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     if any(t.text in "()[]—–;:\"" for t in toks):
         toks = [t for t in head.subtree if t.i in _modifiers(head, ("det", "compound", "amod", "poss"))
                 or t.i == head.i or t.i in of_kept]
+        start = _contiguous(toks, head)[0].i
+        if any(c.dep_ in ("compound", "amod", "poss", "nmod") and c.i < start for c in head.children):
+            return []       # a bracket inside the name: "The Bachelor of Architecture (B. Arch.) degree" is no
+                            # "degree" ("Is degree a professional degree?")
     toks = _contiguous(toks, head)
     if len(toks) > max_words:
         keep = {head.i} | _modifiers(head, ("det", "compound", "poss", "amod", "nummod")) | of_kept
@@ -739,7 +743,20 @@ def sentence_ok(sent) -> bool:
         return False
     alpha = sum(t.is_alpha for t in toks) / len(toks)
     sym = sum(t.text in "$₹€£|=/\\{}<>#*_" for t in sent)
+    if len(set(_INFOBOX.findall(sent.text))) >= 2:
+        return False        # an infobox flattened into text: "Specialty Hematology Symptoms Attacks of pain, ..."
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
+
+
+# the labels of a Wikipedia infobox, as the page's flattened text writes them (capitalised, mid-sentence)
+_INFOBOX = re.compile(r"\b(?:Synonyms|Specialty|Symptoms|Complications|Usual onset|Duration|Causes|Risk factors|"
+                      r"Diagnostic method|Differential diagnosis|Prevention|Treatment|Medication|Prognosis|Frequency|"
+                      r"Deaths|Born|Died|Occupation|Years active|Spouse\(?s?\)?|Genre|Genres|Released|Recorded|Length|"
+                      r"Label|Producer|Directed by|Produced by|Written by|Screenplay by|Starring|Music by|Edited by|"
+                      r"Cinematography|Running time|Release date|Distributed by|Budget|Box office|Headquarters|"
+                      r"Key people|Area served|Founder|Founded|Website|Original network|Original release|No\. of "
+                      r"episodes|No\. of seasons|Preceded by|Followed by|Capital|Official languages|Demonym|"
+                      r"Government|Population|Currency|Time zone|Country|Language)\b")
 
 
 def _imperative_misread(sent, clause) -> bool:
@@ -759,6 +776,13 @@ def _imperative_misread(sent, clause) -> bool:
     verb = clause.verb.i - w0.i + 1          # the old verb's place in the new parse
     return len(again) > verb and again[1].dep_ == "ROOT" and again[1].tag_ in ("VB", "VBP") \
         and again[verb].text == clause.verb.text and again[verb].pos_ not in ("VERB", "AUX")
+
+
+# verbs whose object does what their "to" clause says ("enabled men to have children", "urged MPs to monitor ...")
+_OBJECT_CONTROL = {"enable", "allow", "permit", "ask", "urge", "force", "hire", "tell", "encourage", "persuade",
+                   "invite", "order", "cause", "lead", "want", "expect", "compel", "oblige", "teach", "instruct",
+                   "advise", "remind", "warn", "appoint", "elect", "convince", "inspire", "prompt", "motivate", "drive",
+                   "get", "request", "beg", "challenge", "authorize", "authorise", "forbid", "recruit", "train"}
 
 
 # verbs whose "to" complement is the task itself, not a purpose: "Try again to X", "Remember to X", "Continue to X"
@@ -957,7 +981,11 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     and c.lower_ not in _OF_HEADS and (     # "returned to Paris a number of times": an amount, no object
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
-                    or clause.subj.tag_ in ("NNS", "NNPS")):
+                    or clause.subj.tag_ in ("NNS", "NNPS")) \
+                    and not (v.lemma_.lower() in _OBJECT_CONTROL
+                             and any(x.dep_ in ("xcomp", "ccomp") and x.i > c.i for x in v.children)):
+                # (not the doer of a "to" clause after it: "has enabled gay men ... to have children" gave "What has it
+                # enabled to have children?"; "uses an index to select" is a purpose: "What does it use to select?")
                 wh = "Who" if c.ent_type_ == "PERSON" else "What"
                 qtype = "who" if wh == "Who" else "what"
                 if v.lemma_ in _DURATION_VERBS and (c.ent_type_ in ("DATE", "TIME") or c.lemma_ in _TIME_UNITS):
