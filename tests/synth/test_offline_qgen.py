@@ -716,3 +716,16 @@ def test_no_object_question_on_the_subject_of_a_to_clause():
                    "and his partner , to have biological children .")
     assert not any(q.startswith("What has") for q in qs), qs
     assert "What did the company build in 2009?" in _asked_in("The company built a new factory in 2009.")
+
+
+def test_a_task_heading_is_asked_with_the_american_verb():
+    # the tagger lemmatises "Installing" to "instal": "How do I instal Node.js?"
+    qs = _asked_in("Installing Node.js\nThe app uses Node.js as the server-side engine to run the code.")
+    assert "How do I install Node.js?" in qs, qs
+
+
+def test_a_label_is_no_subject():
+    # "--output json : Optional: Prints ..." gave "What does Optional filter out?"
+    qs = _asked_in("Optional filters out all logs from the container.\nThe optional field filters out all logs.")
+    assert not any(q.startswith("What does Optional") or q.startswith("Does Optional") for q in qs), qs
+    assert "What does the optional field filter out?" in qs, qs

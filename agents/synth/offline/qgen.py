@@ -473,6 +473,12 @@ class Clause:
     comps: list           # [(child token, tokens)] in sentence order
 
 
+# a manual's labels before a colon ("Optional: Prints ...", "Note: ..."): no subject of their sentence
+_LABELS = {"optional", "required", "note", "notes", "important", "tip", "tips", "warning", "caution", "attention",
+           "example", "examples", "default", "description", "details", "prerequisite", "prerequisites", "restriction",
+           "restrictions", "limitation", "limitations", "result", "results", "output", "input"}
+
+
 def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     """The subject's NP tokens (or the antecedent NP's text for a pronoun) and its kind."""
     low = subj.lower_
@@ -500,8 +506,10 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return None     # an amount as the subject ("one-sixth of India's population lived ..."): its head says nothing
                         # alone ("Where did sixth live?"), and the amount is what the sentence states
     toks = np_tokens(subj, restrict=True)
-    if not toks:
-        return None
+    if not toks or (len(toks) == 1 and toks[0].lower_ in _LABELS and toks[0].text[:1].isupper()):
+        return None     # a label ("Optional: ...", "Note: ..."), not what the sentence is about: "What does Optional
+                        # filter out?"
+
     name = (antecedents.get("TITLE") or "").lower().split()
     if len(toks) < len(name) and [t.lower_ for t in toks] == name[:len(toks)] \
             and detokenize(" ".join(t.text for t in subj.subtree)).lower().split() == name:
@@ -1192,6 +1200,10 @@ _COLUMN_HEADS = {"description", "descriptions", "details", "notes", "value", "va
                  "examples", "status", "link", "links", "comments", "purpose", "required"}
 
 
+# the tagger's British lemmas of American verbs ("Installing" -> "instal"): a manual's reader asks "How do I install"
+_US_LEMMA = {"instal": "install", "enrol": "enroll", "fulfil": "fulfill", "distil": "distill", "instil": "instill"}
+
+
 def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
     """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
     them ("How do I update CDN configuration details?"); the answer is the first sentence of
@@ -1220,13 +1232,13 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
         rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
         rest = _as_mine(rest)
-        q = finish(f"How do I {head.lemma_.lower()} {rest}")
+        verb = _US_LEMMA.get(head.lemma_.lower(), head.lemma_.lower())
+        q = finish(f"How do I {verb} {rest}")
         nxt = next((ln for ln in lines[i + 1:] if len(ln.split()) >= 4), "")
         if not nxt or well_formed(q) is not None:
             continue
         first = re.split(r"(?<=[.!?])\s+", nxt)[0]
-        out.append(QA(question=q, qtype="how", answer=first, sentence=first, verb=head.lemma_.lower(),
-                      sent_index=start + i, score=1.2))
+        out.append(QA(question=q, qtype="how", answer=first, sentence=first, verb=verb, sent_index=start + i, score=1.2))
     out.extend(faq_questions(lines, start + len(out)))
     out.extend(np_heading_questions(lines, start + len(out)))
     return out
