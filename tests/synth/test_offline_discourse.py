@@ -841,3 +841,20 @@ def test_refer_back_leaves_half_of_a_pair():
     got = refer_back("How do I pass context from dialog node to dialog node?", seg)
     assert got is None or "from it to" not in got, got
     assert refer_back("How do I delete Container Registry resources?", REG) == "How do I delete them?"
+
+
+def test_the_page_the_conversation_is_on_is_a_topic_to_refer_back_to():
+    """On the Non-cooperation movement page after a turn about the Swaraj Party, "Was the Non-Cooperation Movement a
+    significant phase ...?" was asked in full: the page's subject was no topic (only the segment's first page and
+    the questions' noun phrases were). The page of the previous turn is one now."""
+    from agents.synth.offline.discourse import coreferable
+    seg = [{"question": "When was the massacre?", "standalone_question": "When was the Jallianwala Bagh Massacre?",
+            "answer": "In 1919.", "title": "Jallianwala Bagh massacre"},
+           {"question": "Who formed the Swaraj Party?", "standalone_question": "Who formed the Swaraj Party?",
+            "answer": "Motilal Nehru.", "title": "Non-cooperation movement"}]
+    topics = segment_topics(seg)
+    assert topics[1] == "noncooperation movement", topics
+    qa = QA(question="Was the non-cooperation movement a significant phase of the independence movement?",
+            qtype="yesno", answer="Yes", sentence="", template="Was {T} a significant phase of the independence movement",
+            topic="the non-cooperation movement", topic_kind="SING")
+    assert coreferable(qa, topics) == 1

@@ -107,7 +107,12 @@ def test_no_yes_no_follow_up_on_what_an_earlier_answer_said():
             "standalone_question": "What can the Developers deliver to their users?",
             "answer": "Incremental updates. The Developers can deliver incremental updates to their users.",
             "title": "", "gold_text": p[0]["text"]}]
-    asked = [ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0}})[2] for a in range(4)]
+    asked = []
+    for a in range(4):      # (past the candidates the attempt fails: no passage defines a subject to ask about)
+        try:
+            asked.append(ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0}})[2])
+        except ValueError:
+            break
     assert any(question_type(q) == "yesno" and "Cloudant" in q for q in asked)   # yes/no questions are offered ...
     assert not any(question_type(q) == "yesno" and "deliver" in q for q in asked)   # ... not on what was said
 

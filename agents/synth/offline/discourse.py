@@ -63,6 +63,9 @@ def segment_topics(segment: list[dict]) -> list[str]:
     f = focus(segment)
     if f:
         out.append(norm_np(f))
+    here = _title_topic(segment[-1].get("title") or "") if segment else ""
+    if here and norm_np(here) not in out:
+        out.append(norm_np(here))       # the page the conversation is on now ("Is it a significant phase ...?")
     for t in reversed(segment):
         doc = parse(t.get("standalone_question") or t.get("question") or "")
         chunks = [c for c in doc.noun_chunks if c.root.lower_ not in ("what", "who", "which", "it", "they", "i",
@@ -89,10 +92,9 @@ def focus(segment: list[dict]) -> str:
     first noun chunk), as written there ("" when none)."""
     if not segment:
         return ""
-    title = page_name(detokenize(segment[0].get("title") or ""))     # "Ryan Howard (The Office)" -> "Ryan Howard"
-    if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
-        tdoc = parse(title)
-        return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
+    title = _title_topic(segment[0].get("title") or "")
+    if title:
+        return title
     named = main_name(segment[0].get("gold_text") or "")
     if named:
         return named
@@ -112,6 +114,16 @@ def focus(segment: list[dict]) -> str:
 
 
 _WH = {"what", "who", "which", "how", "many", "much", "when", "where", "why", "whose"}
+
+
+def _title_topic(title: str) -> str:
+    """A page's title as a topic of the conversation: its name ("Ryan Howard (The Office)" -> "Ryan Howard"), a
+    common noun with "the" ("the sickle cell disease"); "" for a long title, a list or a namespace page."""
+    title = page_name(detokenize(title))
+    if title and len(title.split()) <= 5 and ":" not in title and not title.lower().startswith("list of"):
+        tdoc = parse(title)
+        return title if any(t.pos_ == "PROPN" for t in tdoc) else "the " + title.lower()
+    return ""
 
 
 _LABELS = {"lesson", "step", "steps", "table", "figure", "chapter", "section", "example", "examples", "note",
