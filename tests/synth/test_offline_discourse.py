@@ -858,3 +858,15 @@ def test_the_page_the_conversation_is_on_is_a_topic_to_refer_back_to():
             qtype="yesno", answer="Yes", sentence="", template="Was {T} a significant phase of the independence movement",
             topic="the non-cooperation movement", topic_kind="SING")
     assert coreferable(qa, topics) == 1
+
+
+def test_a_topic_with_its_phrase_has_no_short_form_of_the_phrases_noun():
+    # "potential difficulties with primary sources" was shortened to "the sources": "Do the sources have the result?"
+    from agents.synth.offline.discourse import _short_form
+    qa = QA(question="Do potential difficulties with primary sources have drawbacks?", qtype="yesno", answer="Yes",
+            sentence="", template="Do {T} have drawbacks", topic="potential difficulties with primary sources",
+            topic_kind="PLUR")
+    assert _short_form(qa) is None
+    wall = QA(question="When was the Berlin Wall built?", qtype="when", answer="1961", sentence="The wall was built.",
+              template="When was {T} built", topic="the Berlin Wall", topic_kind="SING")
+    assert _short_form(wall, "the wall fell") == "When was the wall built"

@@ -729,3 +729,11 @@ def test_a_label_is_no_subject():
     qs = _asked_in("Optional filters out all logs from the container.\nThe optional field filters out all logs.")
     assert not any(q.startswith("What does Optional") or q.startswith("Does Optional") for q in qs), qs
     assert "What does the optional field filter out?" in qs, qs
+
+
+def test_a_phrase_left_without_its_complement_at_the_end_is_dropped():
+    # "... was produced by Reveille Productions ..., both in association with Universal Television" gave "Who
+    # produced the ninth season of the show in association?"
+    qs = _asked_in("The ninth season of the show was produced by Reveille Productions and Deedle - Dee Productions , "
+                   "both in association with Universal Television .")
+    assert not any(q.endswith("in association?") for q in qs), qs

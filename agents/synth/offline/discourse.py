@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse
-from agents.synth.offline.qgen import QA, finish, well_formed
+from agents.synth.offline.qgen import _RESTRICT_PREPS, QA, finish, well_formed
 from agents.synth.text import page_name, phrase_pattern
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
@@ -289,6 +289,8 @@ def _short_form(qa: QA, said: str = "") -> str | None:
     words = qa.topic.split()
     if len(words) < 2 or " of " in qa.topic or any(w.lower() in ("and", "or", "&") for w in words):
         return None           # a coordination has no short form ("Romeo and Juliet" is not "Juliet")
+    if any(w.lower() in _RESTRICT_PREPS for w in words[1:]):
+        return None           # its last word is no head: "potential difficulties with primary sources" is no "the sources"
     if words[0][:1].isupper() and words[0].lower() in _DETERMINERS:
         return None           # a title that opens with "One"/"This"/"Another" is a name: "One Piece" is no "the piece"
     head = words[-1]

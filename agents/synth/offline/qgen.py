@@ -110,7 +110,8 @@ def finish(q: str) -> str:
     """Capitalised, detokenised, single-spaced, one trailing question mark, no trademark signs."""
     q = detokenize(re.sub(r"\s*[®™©]", "", q).replace(" ?", "?")).strip().rstrip(".?!,;: ")   # nobody types "®"
     q = re.sub(r",?\s+(?:though|however|thus|therefore|nevertheless|nonetheless|moreover|furthermore|in addition|"
-               r"in contrast|by contrast|in turn|in fact|as well)$", "", q, flags=re.IGNORECASE)
+               r"in contrast|by contrast|in turn|in fact|as well|in association|in conjunction|in accordance|"
+               r"in relation|in comparison|in collaboration|in partnership|in cooperation)$", "", q, flags=re.IGNORECASE)
     if not q:               # (a connective left at the end says nothing: "Can nights be cool in summer though?")
         return q
     return q[0].upper() + q[1:] + "?"
