@@ -737,3 +737,9 @@ def test_a_phrase_left_without_its_complement_at_the_end_is_dropped():
     qs = _asked_in("The ninth season of the show was produced by Reveille Productions and Deedle - Dee Productions , "
                    "both in association with Universal Television .")
     assert not any(q.endswith("in association?") for q in qs), qs
+
+
+def test_half_of_a_name_joined_by_a_dash_is_no_subject():
+    # "The India -- Pakistan nuclear rivalry came to a head in 1998." gave "When did the India come to a head?"
+    qs = _asked_in("The India -- Pakistan nuclear rivalry came to a head in 1998 .")
+    assert not any("the India" in q for q in qs), qs

@@ -506,6 +506,10 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     if subj.ent_type_ in ("CARDINAL", "PERCENT", "QUANTITY") and subj.pos_ != "PROPN":
         return None     # an amount as the subject ("one-sixth of India's population lived ..."): its head says nothing
                         # alone ("Where did sixth live?"), and the amount is what the sentence states
+    doc = subj.doc
+    if subj.pos_ == "PROPN" and subj.i + 2 < len(doc) and doc[subj.i + 1].text in ("--", "-", "–", "—") \
+            and doc[subj.i + 2].pos_ == "PROPN":
+        return None     # half of a name joined by a dash: "The India -- Pakistan nuclear rivalry" is no "the India"
     toks = np_tokens(subj, restrict=True)
     if not toks or (len(toks) == 1 and toks[0].lower_ in _LABELS and toks[0].text[:1].isupper()):
         return None     # a label ("Optional: ...", "Note: ..."), not what the sentence is about: "What does Optional
