@@ -481,7 +481,7 @@ def test_a_heading_is_asked_about_as_its_text_writes_it():
     assert [q.question for q in got] == ["What is the Cross River gorilla?"]
     # a demonym keeps its capital (not "What is american popular music?")
     got = np_heading_questions(["American popular music",
-                                "Rock has had a formative influence on popular music, as Charlie Gillett argued.", "x"])
+                                "American popular music has had a formative influence on world music.", "x"])
     assert [(q.question, q.topic) for q in got] == [("What is American popular music?", "American popular music")]
     got = np_heading_questions(["New Helpful links tab", "The Helpful links tab has links to the tab docs.", "x"])
     assert not any("New" in q.question for q in got), got      # the tagger's "New Helpful" is no demonym
@@ -743,3 +743,15 @@ def test_half_of_a_name_joined_by_a_dash_is_no_subject():
     # "The India -- Pakistan nuclear rivalry came to a head in 1998." gave "When did the India come to a head?"
     qs = _asked_in("The India -- Pakistan nuclear rivalry came to a head in 1998 .")
     assert not any("the India" in q for q in qs), qs
+
+
+def test_a_heading_is_defined_only_by_a_section_about_it():
+    # the page's title over a passage about something else gave "What is hot air balloon?" -> "In the United States, a
+    # pilot of a hot air balloon must have a pilot certificate ..."
+    from agents.synth.offline.qgen import np_heading_questions
+    assert np_heading_questions(["Hot air balloon", "In the United States, a pilot of a hot air balloon must have a "
+                                 "pilot certificate from the Federal Aviation Administration.", "x"]) == []
+    assert np_heading_questions(["American popular music", "Rock has had a formative influence on popular music, as "
+                                 "Charlie Gillett argued.", "x"]) == []
+    got = np_heading_questions(["Bucket storage classes", "Bucket storage classes set the price of a bucket.", "x"])
+    assert [q.question.lower() for q in got] == ["what are bucket storage classes?"]

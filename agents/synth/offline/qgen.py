@@ -1325,6 +1325,15 @@ def as_written(phrase: str, text: str) -> str:
 _DEMONYM = re.compile(r"(?:an|ese|ish|ic|ec|ch|i)$")      # American, Chinese, English, Arabic, Aztec, French, Thai
 
 
+def _opens_with(heading: str, sentence: str) -> bool:
+    """The heading's phrase (or its head's last word, "transfers" for "Multipart transfers") among the first eight
+    words of the sentence under it: the sentence is about it, not about something it mentions in passing."""
+    first = [w.strip(".,;:()\"'").lower() for w in detokenize(sentence).split()[:8]]
+    ws = [w.lower() for w in detokenize(heading).split()]
+    return any(first[k:k + len(ws)] == ws for k in range(len(first))) or (
+        ws[-1] in first and any(w in first for w in ws[:-1]))
+
+
 def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
     """Noun-phrase headings ("Multipart transfers") asked as definitions ("What are multipart
     transfers?") when the first sentence under the heading talks about the heading's head noun;
@@ -1348,6 +1357,9 @@ def np_heading_questions(lines: list[str], start: int = 0) -> list[QA]:
         ans = _section(lines, i)
         if not ans or head.lemma_.lower() not in {t.lemma_.lower() for t in parse(ans)}:
             continue
+        if not _opens_with(line, ans):
+            continue          # the section is not about it: "Hot air balloon" over "In the United States, a pilot of a hot
+                              # air balloon must have ..." is no answer to "What is a hot air balloon?"
         # a name keeps its capital, a demonym or language too ("American popular music", "English contract law",
         # "West African", "Western Roman Empire"; not the "New" of "New Helpful links tab", which the tagger calls one)
         named = [False] * len(doc)
