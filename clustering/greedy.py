@@ -40,7 +40,7 @@ class ClusterConfig(BaseModel):
                             "(up to nlist) whose recall@10 on 1,000 sampled chunks reaches target_recall")
     target_recall: float = Field(0.95, gt=0, le=1, description="nprobe auto: recall@10 the IVF kNN graph must "
                                                               "reach on the sampled chunks")
-    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: FAISS GPU exact kNN when a GPU is visible")
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: exact kNN on the GPU (FAISS GPU build, else torch CUDA) when one is visible")
     grouping: Literal["greedy", "random", "knn-ball"] = Field(
         "greedy", description="greedy: chain walk over the kNN graph; random / knn-ball: ablations "
                               "(clustering/grouping.py)")

@@ -18,8 +18,11 @@ own neighbour list; rows are sorted by similarity descending (exact path: ties b
   (raise ``nprobe`` there: 16 gives 0.92 and still costs less). Cells run on Python threads
   with FAISS single-threaded (OpenMP spin-waiting burnt CPU on the shared machine).
 * :func:`gpu_knn` - exact search with a FAISS GPU flat index (sharded over every GPU), used
-  when ``faiss.get_num_gpus() > 0`` and ``cluster.device`` allows it. Untested here (no GPU
-  on the development machine).
+  when ``faiss.get_num_gpus() > 0`` and ``cluster.device`` allows it. Untested (no FAISS GPU
+  wheel could be taken to the lent GPU machine: it needs CUDA 12 libraries of several 100 MB).
+* :func:`torch_knn` - exact search with torch matrix products on the GPU (blocked, sharded when
+  the vectors do not fit), used when torch sees CUDA and no FAISS GPU build is installed.
+  Measured on an H200 by ``benchmarks/gpu.py`` (README); tested on the CPU against :func:`knn`.
 * :func:`build_knn` picks one of them; :func:`save_knn` / :func:`load_knn` persist the graph
   (``neighbors.npy``, memory-mapped on reload) and the trained IVF quantizer with the cell
   of every vector, keyed by the embeddings' content hash and the kNN parameters.
@@ -386,6 +389,77 @@ def gpu_knn(vectors: np.ndarray, k: int = 100, query_batch: int = 65536,
     return idx, sims
 
 
+def torch_knn(vectors: np.ndarray, k: int = 100, device: str = "cuda", max_block_bytes: int | None = None,
+              shard_rows: int | None = None, progress: Callable[[int], None] | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Exact kNN with torch matrix products on ``device`` (the GPU path when no FAISS GPU build
+    is installed: torch comes with sentence-transformers, FAISS's GPU wheels need their own CUDA).
+
+    The vectors go to the device in database shards (the whole matrix when it fits in a quarter
+    of the free device memory, else ``shard_rows`` rows); query blocks of ``max_block_bytes`` of
+    similarities (default: an eighth of the free GPU memory up to 4 GiB; 256 MiB on the CPU) are multiplied against every shard in full float32 precision (no TF32), the
+    per-shard top-(k+1) are merged, the row itself is dropped, and each row is sorted on the
+    host by (similarity descending, index) like :func:`knn`. Ties at the k-th similarity
+    (duplicate passages) may keep another, equally near, index than :func:`knn` does.
+    """
+    import torch
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    n, d = x.shape
+    kk = max(0, min(k, n - 1))
+    idx = np.empty((n, kk), dtype=np.int32)
+    sims = np.empty((n, kk), dtype=np.float32)
+    if n == 0 or kk == 0:
+        return idx, sims
+    dev = torch.device(device)
+    free = torch.cuda.mem_get_info(dev)[0] if dev.type == "cuda" else None
+    if shard_rows is None:
+        shard_rows = n if free is None else max(kk + 1, min(n, int(free // 4 // (4 * d))))
+    if max_block_bytes is None:
+        max_block_bytes = 256 << 20 if free is None else max(64 << 20, min(4 << 30, free // 8))
+    shard_rows = max(1, int(shard_rows))
+    shards = [(a, torch.from_numpy(x[a:a + shard_rows]).to(dev)) for a in range(0, n, shard_rows)]
+    block = max(1, int(max_block_bytes // (4 * min(n, shard_rows))))
+    precision = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        with torch.no_grad():
+            for start in range(0, n, block):
+                stop = min(n, start + block)
+                q = torch.from_numpy(x[start:stop]).to(dev)
+                rows = torch.arange(start, stop, device=dev)
+                best_v = best_i = None
+                for a, db in shards:
+                    s = q @ db.T
+                    own = (rows >= a) & (rows < a + len(db))
+                    if bool(own.any()):
+                        r = own.nonzero().squeeze(1)
+                        s[r, rows[r] - a] = -torch.inf
+                    v, i = torch.topk(s, min(kk + 1, s.shape[1]), dim=1)
+                    i = i + a
+                    if best_v is not None:
+                        v, j = torch.topk(torch.cat([best_v, v], 1), min(kk + 1, best_v.shape[1] + v.shape[1]), dim=1)
+                        i = torch.gather(torch.cat([best_i, i], 1), 1, j)
+                    best_v, best_i = v, i
+                bv = best_v[:, :kk].cpu().numpy()
+                bi = best_i[:, :kk].cpu().numpy()
+                order = np.lexsort((bi, -bv), axis=1)
+                idx[start:stop] = np.take_along_axis(bi, order, axis=1)
+                sims[start:stop] = np.take_along_axis(bv, order, axis=1)
+                if progress:
+                    progress(stop - start)
+    finally:
+        torch.set_float32_matmul_precision(precision)
+    return idx, sims
+
+
+def torch_cuda_available() -> bool:
+    try:
+        import torch
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch or a broken CUDA setup
+        return False
+
+
 def gpu_available() -> bool:
     try:
         import faiss
@@ -397,7 +471,7 @@ def gpu_available() -> bool:
 @dataclass
 class KnnGraph:
     neighbors: np.ndarray          # int32 [N, k], -1 = none
-    method: str                    # exact | ivf | gpu-exact
+    method: str                    # exact | ivf | gpu-exact (params['backend']: faiss | torch)
     params: dict[str, Any] = field(default_factory=dict)
     ivf: IVF | None = None
     loaded: bool = False           # read back from a persisted graph
@@ -411,14 +485,19 @@ def build_knn(vectors: np.ndarray, k: int = 100, *, exact_max: int = 20000, nlis
     ``device`` is ``auto``/``cuda``, else the CPU IVF self-join; ``nprobe="auto"``: calibrated
     to ``target_recall``, the chosen ``nprobe`` and the sample's recall in ``params``)."""
     n = len(vectors)
-    if device == "cuda" and not gpu_available():
-        raise RuntimeError("cluster.device is 'cuda' but FAISS sees no GPU (install faiss-gpu and CUDA drivers)")
+    if device == "cuda" and not (gpu_available() or torch_cuda_available()):
+        raise RuntimeError("cluster.device is 'cuda' but neither FAISS nor torch sees a GPU: no GPU "
+                           "(install a CUDA build of torch or faiss-gpu, and the CUDA drivers)")
     if n <= exact_max:
         idx, _ = knn(vectors, k=k, max_block_bytes=max_block_bytes, progress=progress)
         return KnnGraph(idx, "exact", {"k": k})
-    if device in ("auto", "cuda") and gpu_available():
-        idx, _ = gpu_knn(vectors, k=k, progress=progress)
-        return KnnGraph(idx, "gpu-exact", {"k": k})
+    if device in ("auto", "cuda"):
+        if gpu_available():
+            idx, _ = gpu_knn(vectors, k=k, progress=progress)
+            return KnnGraph(idx, "gpu-exact", {"k": k, "backend": "faiss"})
+        if torch_cuda_available():
+            idx, _ = torch_knn(vectors, k=k, device="cuda", progress=progress)
+            return KnnGraph(idx, "gpu-exact", {"k": k, "backend": "torch"})
     idx, _, ivf = ivf_knn(vectors, k=k, nlist=nlist, nprobe=nprobe, seed=seed, progress=progress,
                           target_recall=target_recall)
     params = {"k": k, "nlist": len(ivf.centroids), "nprobe": int(ivf.nprobe if nprobe == "auto" else nprobe),

@@ -92,9 +92,36 @@ def test_exact_graph_persists_without_ivf(tmp_path):
     assert back.method == "exact" and back.ivf is None and np.array_equal(np.asarray(back.neighbors), g.neighbors)
 
 
+@pytest.mark.parametrize("shard_rows,block_bytes", [(None, 1 << 30), (97, 4 * 97 * 13), (1000, 4 * 1000 * 7)])
+def test_torch_knn_is_the_exact_graph(shard_rows, block_bytes):
+    """The GPU path's algorithm (blocks x shards, merged top-k, self dropped), run with CPU
+    torch: the same neighbours and similarities as the numpy exact search, in every block and
+    shard layout (97-row shards: the self match falls in a middle shard, merges of 11 shards)."""
+    from clustering.knn import torch_knn
+    x = _blobs(1000, d=24)
+    ref_i, ref_s = knn(x, k=15)
+    idx, sims = torch_knn(x, k=15, device="cpu", shard_rows=shard_rows, max_block_bytes=block_bytes)
+    assert idx.shape == (1000, 15) and idx.dtype == np.int32
+    assert not (idx == np.arange(1000)[:, None]).any()
+    assert np.allclose(sims, ref_s, atol=1e-5)
+    assert (idx == ref_i).mean() > 0.999        # float rounding may swap two near-equal neighbours
+    assert np.all(np.diff(sims, axis=1) <= 0)
+
+
+def test_torch_knn_small_and_duplicate_inputs():
+    from clustering.knn import torch_knn
+    x = _blobs(6, d=4)
+    idx, sims = torch_knn(x, k=10, device="cpu", shard_rows=2)
+    assert idx.shape == (6, 5) and all(sorted(r) == sorted(set(range(6)) - {i}) for i, r in enumerate(idx.tolist()))
+    dup = np.repeat(_blobs(3, d=4), 2, axis=0)       # rows 2i and 2i+1 equal
+    idx, sims = torch_knn(dup, k=1, device="cpu", shard_rows=1)
+    assert idx[:, 0].tolist() == [1, 0, 3, 2, 5, 4] and np.allclose(sims, 1.0, atol=1e-6)
+    assert torch_knn(np.zeros((1, 4), np.float32), k=5, device="cpu")[0].shape == (1, 0)
+
+
 def test_cuda_requested_without_gpu_is_an_error():
-    from clustering.knn import gpu_available
-    if gpu_available():
+    from clustering.knn import gpu_available, torch_cuda_available
+    if gpu_available() or torch_cuda_available():
         pytest.skip("a GPU is visible")
     with pytest.raises(RuntimeError, match="no GPU"):
         build_knn(_blobs(50), k=5, device="cuda")
