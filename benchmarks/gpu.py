@@ -21,7 +21,9 @@ each printed as it finishes and appended as one JSON object per line to ``--out`
   exact, so this is the approximate-vs-exact cluster check at sizes where exact search does not
   fit on a CPU.
 
-    python benchmarks/gpu.py --sizes 100000 300000 1000000 --out /tmp/gpu.jsonl
+``--profile N``: the kNN's float32 products alone and with the top-k, at N random vectors.
+
+    python benchmarks/gpu.py --sizes 100000 300000 1000000 --profile 1000000 --out /tmp/gpu.jsonl
 """
 from __future__ import annotations
 
@@ -168,6 +170,29 @@ def spine_part(n: int, a, out) -> None:
     emit(out, rec)
 
 
+def profile_part(n: int, a, out) -> None:
+    """Where the exact GPU kNN's time goes: the float32 products of ``torch_knn``'s query blocks
+    against ``n`` random unit vectors, alone and with the top-(k+1) selection."""
+    import torch
+    torch.set_float32_matmul_precision("highest")
+    d, k = 384, a.k + 1
+    x = torch.nn.functional.normalize(torch.randn(n, d, device="cuda"), dim=1)
+    block = max(1, int(max(64 << 20, min(4 << 30, torch.cuda.mem_get_info()[0] // 8)) // (4 * n)))
+
+    def run(topk: bool) -> float:
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for s in range(0, n, block):
+            m = x[s:s + block] @ x.T
+            if topk:
+                torch.topk(m, k, dim=1)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t0
+    run(False)
+    emit(out, {"part": "profile", "n": n, "query_block_rows": block, "matmul_only_s": run(False),
+               "matmul_topk_s": run(True)})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[100000, 300000, 1000000])
@@ -179,6 +204,7 @@ def main() -> None:
     ap.add_argument("--embed-limit", type=int, help="first N pool passages only (a smoke test on a CPU)")
     ap.add_argument("--embed-batch", type=int, nargs="*", default=[64, 1024])
     ap.add_argument("--embed-cpu-texts", type=int, default=2000)
+    ap.add_argument("--profile", type=int, metavar="N", help="time the kNN's products and top-k at N vectors")
     ap.add_argument("--no-cpu-peer", dest="cpu_peer", action="store_false")
     ap.add_argument("--work", default="/tmp/mtr-gpu-bench")
     ap.add_argument("--out", type=Path)
@@ -187,6 +213,7 @@ def main() -> None:
     Path(a.work).mkdir(parents=True, exist_ok=True)
     parts = [(f"spine {n}", lambda n=n: spine_part(n, a, a.out)) for n in a.sizes]
     parts += [] if a.no_embed else [("embed", lambda: embed_part(a, a.out))]
+    parts += [("profile", lambda: profile_part(a.profile, a, a.out))] if a.profile else []
     for name, fn in parts:
         t0 = time.perf_counter()
         try:

@@ -397,9 +397,11 @@ def torch_knn(vectors: np.ndarray, k: int = 100, device: str = "cuda", max_block
 
     The vectors go to the device in database shards (the whole matrix when it fits in a quarter
     of the free device memory, else ``shard_rows`` rows); query blocks of ``max_block_bytes`` of
-    similarities (default: an eighth of the free GPU memory up to 4 GiB; 256 MiB on the CPU) are multiplied against every shard in full float32 precision (no TF32), the
+    similarities (default: an eighth of the free GPU memory up to 4 GiB; 256 MiB on the CPU)
+    are multiplied against every shard in full float32 precision (no TF32), the
     per-shard top-(k+1) are merged, the row itself is dropped, and each row is sorted on the
-    host by (similarity descending, index) like :func:`knn`. Ties at the k-th similarity
+    device by (similarity descending, index) like :func:`knn`; the results stay on the device
+    until the end when they fit in a quarter of its free memory (no host sync per block). Ties at the k-th similarity
     (duplicate passages) may keep another, equally near, index than :func:`knn` does.
     """
     import torch
@@ -419,34 +421,48 @@ def torch_knn(vectors: np.ndarray, k: int = 100, device: str = "cuda", max_block
     shard_rows = max(1, int(shard_rows))
     shards = [(a, torch.from_numpy(x[a:a + shard_rows]).to(dev)) for a in range(0, n, shard_rows)]
     block = max(1, int(max_block_bytes // (4 * min(n, shard_rows))))
+    # results stay on the device until the end (no host sync per block) when they fit there
+    on_device = free is not None and n * kk * 8 <= free // 4
+    if on_device:
+        out_i = torch.empty((n, kk), dtype=torch.int32, device=dev)
+        out_v = torch.empty((n, kk), dtype=torch.float32, device=dev)
     precision = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
     try:
         with torch.no_grad():
             for start in range(0, n, block):
                 stop = min(n, start + block)
-                q = torch.from_numpy(x[start:stop]).to(dev)
-                rows = torch.arange(start, stop, device=dev)
+                if len(shards) == 1:
+                    q = shards[0][1][start:stop]          # a view of the vectors already there
+                else:
+                    q = torch.from_numpy(x[start:stop]).to(dev)
                 best_v = best_i = None
                 for a, db in shards:
                     s = q @ db.T
-                    own = (rows >= a) & (rows < a + len(db))
-                    if bool(own.any()):
-                        r = own.nonzero().squeeze(1)
-                        s[r, rows[r] - a] = -torch.inf
+                    lo, hi = max(start, a), min(stop, a + len(db))
+                    if lo < hi:                          # drop each row's own column
+                        r = torch.arange(lo, hi, device=dev)
+                        s[r - start, r - a] = -torch.inf
                     v, i = torch.topk(s, min(kk + 1, s.shape[1]), dim=1)
                     i = i + a
                     if best_v is not None:
                         v, j = torch.topk(torch.cat([best_v, v], 1), min(kk + 1, best_v.shape[1] + v.shape[1]), dim=1)
                         i = torch.gather(torch.cat([best_i, i], 1), 1, j)
                     best_v, best_i = v, i
-                bv = best_v[:, :kk].cpu().numpy()
-                bi = best_i[:, :kk].cpu().numpy()
-                order = np.lexsort((bi, -bv), axis=1)
-                idx[start:stop] = np.take_along_axis(bi, order, axis=1)
-                sims[start:stop] = np.take_along_axis(bv, order, axis=1)
+                bv, bi = best_v[:, :kk], best_i[:, :kk]
+                # order by (similarity descending, index): by index, then stably by similarity
+                o = torch.argsort(bi, dim=1, stable=True)
+                bv, bi = torch.gather(bv, 1, o), torch.gather(bi, 1, o)
+                o = torch.argsort(-bv, dim=1, stable=True)
+                bv, bi = torch.gather(bv, 1, o), torch.gather(bi, 1, o).to(torch.int32)
+                if on_device:
+                    out_i[start:stop], out_v[start:stop] = bi, bv
+                else:
+                    idx[start:stop], sims[start:stop] = bi.cpu().numpy(), bv.cpu().numpy()
                 if progress:
                     progress(stop - start)
+        if on_device:
+            idx[:], sims[:] = out_i.cpu().numpy(), out_v.cpu().numpy()
     finally:
         torch.set_float32_matmul_precision(precision)
     return idx, sims
