@@ -265,7 +265,7 @@ def vectors_of(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
 def knn_graph(store: RunStore, vecs: np.ndarray, c, progress: Progress | None = None) -> KnnGraph:
     """The kNN graph of the run's embeddings: reloaded (memory-mapped) from
     ``<run>/cache/knn`` when it was built from the same embeddings with the same kNN
-    settings, else built (exact / FAISS IVF / FAISS GPU, see ``clustering.knn``) and saved."""
+    settings, else built (exact / FAISS IVF / exact on the GPU, see ``clustering.knn``) and saved."""
     n = len(vecs)
     directory = store.local_dir("cache", "knn")
     key = {"embeddings_sha256": store.table_stats("embeddings")["sha256"], "n": n, "k": c.k,
