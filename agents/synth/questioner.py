@@ -9,7 +9,9 @@ switch or turn 1: no pronouns to earlier turns), ``unanswerable`` (bool), ``used
 
 Graph-side rule (:func:`candidate`): the answer's ``doc_index`` must name one of the shown
 passages, which becomes the turn's gold passage; otherwise the attempt is rejected with that
-reason as feedback.
+reason as feedback. The offline questioner's :class:`NothingToAsk` (nothing left to ask of the
+shown passages) rejects the attempt the same way, so the next attempt selects other passages of
+the cluster; every other failed call ends the turn.
 """
 from __future__ import annotations
 
@@ -24,6 +26,14 @@ from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth.text import words
 from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
                                 usage_add, visible_history)
+
+
+class NothingToAsk(ValueError):
+    """The offline questioner has nothing left to ask of the shown passages: every candidate repeats
+    an earlier turn or was rejected, and no passage defines its subject. Not a broken call but a
+    selection without material: :func:`node` rejects the attempt with this reason, and the next
+    attempt's selection (:func:`agents.synth.turn.select`, seeded by the attempt) shows other passages
+    of the pool. After ``max_attempts`` the turn is recorded failed with the reason."""
 
 
 class QuestionOut(BaseModel):
@@ -194,5 +204,7 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
     res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "q"))
     upd: dict = {"turn_usage": usage_add(state, res)}
     if not res.ok:
+        if res.failure.kind == "offline_error" and res.failure.error_class == NothingToAsk.__name__:
+            return {**upd, "cand": None, "feedback": res.failure.message}     # other passages next attempt
         return {**upd, "turn_error": error_record(STEP.name, res)}
     return {**upd, **candidate(res.output, state["shown"], is_unanswerable_turn(state))}

@@ -125,3 +125,32 @@ def test_the_graph_runs_no_node_or_router_in_a_thread_pool(monkeypatch):
     state = _run(_plan(["berlin", "pigs"], n_turns=2), SynthConfig(turns=2), OFFLINE, lambda q, k: ["berlin"])
     assert len(state["turns"]) == 2
     assert hops == []
+
+
+JUNK = {"doc_id": "d8", "title": "", "text": "Home | Contact | Login"}
+
+
+def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason():
+    """The offline questioner with nothing to ask of the shown passages (a navigation line) rejects the attempt
+    rather than end the turn: the next attempt's selection shows another passage of the pool. With nothing
+    askable in the pool the turn is recorded failed after max_attempts, with the reason."""
+    corpus = {**CORPUS, "junk": JUNK}
+
+    def run(pool, seed):
+        plan = ConvPlan(conv_id=f"c{seed}", seed=seed, n_turns=1, cluster_id=0, topic_id=0, pool=tuple(pool),
+                        switch_turn=None, switch_cluster_id=None, switch_topic_id=None, switch_pool=(),
+                        unanswerable_turns=())
+
+        async def main():
+            async with LLMSession(OFFLINE, write_manifest=False) as llm:
+                cfg = SynthConfig(turns=1, shown_passages=1, max_attempts=3, max_extra_positives=0)
+                g = build_graph(GraphContext(corpus=corpus, llm=llm, search=lambda q, k: [], cfg=cfg))
+                return await g.ainvoke(plan.initial_state(), {"recursion_limit": 1000})
+        return asyncio.run(main())["turns"][0]
+
+    turns = [run(["junk", "berlin"], seed) for seed in range(6)]
+    assert all(t["status"] == "ok" and t["gold_doc_ids"] == ["berlin"] for t in turns)
+    assert any(t["verifier_attempts"] > 1 for t in turns)       # the junk passage was shown first at least once
+    (t,) = [run(["junk"], 0)]
+    assert t["status"] == "failed" and t["verifier_attempts"] == 3
+    assert t["failure_reason"].startswith("no accepted question after 3 attempts; last: no question left")

@@ -56,6 +56,7 @@ from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import QA, _verb_past, as_written, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
+from agents.synth.questioner import NothingToAsk
 from agents.synth.text import content_words, jaccard_words, words
 
 
@@ -375,8 +376,9 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     """No candidate left: a definitional question about a shown passage's subject that the passage answers. The
     first unused passage that defines its page's subject ("The Stanley Cup is the championship trophy ...") comes
     first, then one whose opening sentence is about it ("The Dasht-e Kavir's climate is arid ...") or a passage
-    named by its own heading. With none the attempt fails explicitly (``ValueError``: the turn's failure says why)
-    rather than ask what the passage does not answer: "What is World War I?" was asked of a passage about
+    named by its own heading. With none the attempt fails explicitly
+    (:class:`~agents.synth.questioner.NothingToAsk`: the next attempt shows other passages, and a turn
+    that never finds one records why) rather than ask what the passage does not answer: "What is World War I?" was asked of a passage about
     observation balloons, "What is the history of the Roman Empire?" of one about Vespasian's provinces, and a
     generic "What else should I know about this topic?" was sometimes accepted."""
     passages = x["passages"]
@@ -397,7 +399,7 @@ def _fallback(x: dict) -> tuple[int, str, str]:
             best = (rank, i, as_written(title, p["text"]))      # "What is the Great Wall of China?"
     q = finish(f"What is {best[2]}") if best and len(best[2].split()) <= 6 else ""
     if not q or well_formed(q) is not None:
-        raise ValueError("no question left in the shown passages: every candidate repeats an earlier turn, was "
+        raise NothingToAsk("no question left in the shown passages: every candidate repeats an earlier turn, was "
                          "rejected, or no passage defines its subject")
     return best[1] + 1, q, q
 
@@ -504,7 +506,7 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                              replace(qa, question=q, template=f"{wh} {body}", qtype=qtype)))
     if not opts:
         # no real clause to shift: fail the attempt explicitly rather than ask a generic question
-        raise ValueError("no candidate for an unanswerable question in the shown passages")
+        raise NothingToAsk("no candidate for an unanswerable question in the shown passages")
     opts.sort(key=lambda o: o[:4])
     k = min(x.get("attempt", 0), len(opts) - 1)
     head = opts[: max(1, min(len(opts), 4))]
