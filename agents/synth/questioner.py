@@ -3,7 +3,9 @@
 
 Inputs: ``passages`` [{doc_id, title, text}], ``history`` [(role, text)],
 ``previous_questions`` [str], ``feedback`` (verifier / uniqueness reason of a rejected
-attempt, or None), ``attempt`` (int), ``standalone`` (bool: first question after a topic
+attempt, or None), ``attempt`` (int: the earlier attempts of this turn whose candidate was rejected;
+one with nothing to ask, :class:`NothingToAsk`, does not count, so the next selection's best
+candidate is asked first), ``standalone`` (bool: first question after a topic
 switch or turn 1: no pronouns to earlier turns), ``unanswerable`` (bool), ``used_gold``
 [doc_id]. Output: :class:`QuestionOut`.
 
@@ -100,7 +102,7 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     shown = [passage(ctx, c) for c in state["shown"]]
     return {"passages": shown, "history": visible_history(state),
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
-            "attempt": state.get("attempt", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
+            "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
             "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],
             # offline discourse (the prompt does not use these): the segment's accepted turns
@@ -205,6 +207,7 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
     upd: dict = {"turn_usage": usage_add(state, res)}
     if not res.ok:
         if res.failure.kind == "offline_error" and res.failure.error_class == NothingToAsk.__name__:
-            return {**upd, "cand": None, "feedback": res.failure.message}     # other passages next attempt
+            return {**upd, "cand": None, "feedback": res.failure.message,     # other passages next attempt
+                    "empty_attempts": state.get("empty_attempts", 0) + 1}
         return {**upd, "turn_error": error_record(STEP.name, res)}
     return {**upd, **candidate(res.output, state["shown"], is_unanswerable_turn(state))}

@@ -26,6 +26,7 @@ class ConvState(TypedDict, total=False):
     # per-turn scratch
     shown: list[str]
     attempt: int
+    empty_attempts: int          # attempts of this turn whose shown passages had nothing to ask (NothingToAsk)
     feedback: str | None
     cand: dict | None
     answer: str | None

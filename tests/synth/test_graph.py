@@ -130,11 +130,20 @@ def test_the_graph_runs_no_node_or_router_in_a_thread_pool(monkeypatch):
 JUNK = {"doc_id": "d8", "title": "", "text": "Home | Contact | Login"}
 
 
-def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason():
+def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason(monkeypatch):
     """The offline questioner with nothing to ask of the shown passages (a navigation line) rejects the attempt
-    rather than end the turn: the next attempt's selection shows another passage of the pool. With nothing
+    rather than end the turn: the next attempt's selection shows another passage of the pool, and its best
+    candidate is asked (an attempt with nothing to ask does not count as a rejected candidate). With nothing
     askable in the pool the turn is recorded failed after max_attempts, with the reason."""
+    import agents.synth.offline.questioning as oq
     corpus = {**CORPUS, "junk": JUNK}
+    seen = []
+    real_ask = oq.ask
+
+    def spy(x):
+        seen.append(([p["doc_id"] for p in x["passages"]], x["attempt"]))
+        return real_ask(x)
+    monkeypatch.setattr(oq, "ask", spy)
 
     def run(pool, seed):
         plan = ConvPlan(conv_id=f"c{seed}", seed=seed, n_turns=1, cluster_id=0, topic_id=0, pool=tuple(pool),
@@ -151,6 +160,7 @@ def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason():
     turns = [run(["junk", "berlin"], seed) for seed in range(6)]
     assert all(t["status"] == "ok" and t["gold_doc_ids"] == ["berlin"] for t in turns)
     assert any(t["verifier_attempts"] > 1 for t in turns)       # the junk passage was shown first at least once
+    assert ["berlin"] in [ids for ids, _ in seen] and all(a == 0 for ids, a in seen if ids == ["berlin"])
     (t,) = [run(["junk"], 0)]
     assert t["status"] == "failed" and t["verifier_attempts"] == 3
     assert t["failure_reason"].startswith("no accepted question after 3 attempts; last: no question left")

@@ -378,8 +378,8 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     first, then one whose opening sentence is about it ("The Dasht-e Kavir's climate is arid ...") or a passage
     named by its own heading. With none the attempt fails explicitly
     (:class:`~agents.synth.questioner.NothingToAsk`: the next attempt shows other passages, and a turn
-    that never finds one records why) rather than ask what the passage does not answer: "What is World War I?" was asked of a passage about
-    observation balloons, "What is the history of the Roman Empire?" of one about Vespasian's provinces, and a
+    that never finds one records why) rather than ask what the passage does not answer: "What is World
+    War I?" was asked of a passage about observation balloons, "What is the history of the Roman Empire?" of one about Vespasian's provinces, and a
     generic "What else should I know about this topic?" was sometimes accepted."""
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
