@@ -755,3 +755,15 @@ def test_a_heading_is_defined_only_by_a_section_about_it():
                                  "Charlie Gillett argued.", "x"]) == []
     got = np_heading_questions(["Bucket storage classes", "Bucket storage classes set the price of a bucket.", "x"])
     assert [q.question.lower() for q in got] == ["what are bucket storage classes?"]
+
+
+def test_a_possessor_is_never_cut_from_the_name_it_starts():
+    """"the Women's National Basketball Association" shortened at its "'s" became another league: "Have the Chicago
+    Sky played in National Basketball Association since 2006?" was answered "Yes". A possessor stays whole with its
+    noun, or the phrase is not asked about."""
+    from agents.synth.offline.qgen import passage_questions
+    sky = passage_questions("The Chicago Sky have played in the Women's National Basketball Association since 2006.",
+                            "Chicago Sky")
+    assert not any("National Basketball" in q.question and "Women's" not in q.question for q in sky)
+    crew = [q.question for q in passage_questions("Big Mom's crew attacked the island of Wano in 1999.", "One Piece")]
+    assert "When did Big Mom's crew attack the island of Wano?" in crew

@@ -359,13 +359,21 @@ def _name_part(appos, head) -> bool:
 
 def _modifiers(head, deps: tuple[str, ...]) -> set[int]:
     """Token indexes of ``head``'s children of the dependency labels ``deps``, a compound with its own compounds
-    ("the Fox Box programming block": "Box" with its "Fox"; a name is not cut in two)."""
+    ("the Fox Box programming block": "Box" with its "Fox"; a name is not cut in two), a possessor that starts
+    a capitalised name with its whole phrase ("the Women's National Basketball Association": "Women" with "the"
+    and "'s"; cut at the "'s", the name became another one, "National Basketball Association"). A possessor
+    before a common noun may still go ("the Fox network's Fox Box programming block" -> "Fox Box programming
+    block")."""
     out = set()
+    doc = head.doc
     for c in head.children:
         if c.dep_ in deps:
             out.add(c.i)
             if c.dep_ == "compound":
                 out.update(t.i for t in c.subtree if t.dep_ == "compound")
+            elif c.dep_ == "poss" and c.i < head.i and all(
+                    doc[i].text[:1].isupper() or doc[i].dep_ == "case" for i in range(c.i, head.i + 1)):
+                out.update(t.i for t in c.subtree if not t.is_space)
     return out
 
 
