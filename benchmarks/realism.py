@@ -4,7 +4,7 @@ Two steps (plain functions, no Prefect server needed):
 
     # 1. spine + offline synthesis on an MTRAG passage pool (one run dir per pool; reused)
     python benchmarks/realism.py synthesize tests/data/mtrag/corpus/cloud.jsonl.gz mtr-runs/realism-cloud \
-        [--config benchmarks/realism_mtrag.toml] [--conversations 32 --turns 8]
+        [--config benchmarks/realism_mtrag.toml] [--conversations 32 --turns 8] [--seed 1]
     # 2. the table: question statistics, history dependence and BM25/dense nDCG@5 by query mode
     python benchmarks/realism.py report --ours mtr-runs/realism-cloud \
         --human tests/data/mtrag --format mtrag --domain cloud [--no-retrieval]
@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--config", default=str(ROOT / "benchmarks" / "realism_mtrag.toml"))
     s.add_argument("--conversations", type=int)
     s.add_argument("--turns", type=int)
+    s.add_argument("--seed", type=int, help="synth.seed: which clusters become conversations, switches and forms "
+                                           "(another seed = another sample of the same method)")
     s.add_argument("--embed-cache-dir", help="shared embedding cache (default <out>/../.cache/embeddings)")
     r = sub.add_parser("report", help="the realism table")
     r.add_argument("--ours", action="append", default=[], help="a synthesis run directory (repeatable)")
@@ -92,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     a = ap.parse_args(argv)
     if a.cmd == "synthesize":
         over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
+                                  ("synth.seed", a.seed),
                                   ("embed.cache_dir", a.embed_cache_dir)) if v}
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:

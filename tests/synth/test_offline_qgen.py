@@ -767,3 +767,24 @@ def test_a_possessor_is_never_cut_from_the_name_it_starts():
     assert not any("National Basketball" in q.question and "Women's" not in q.question for q in sky)
     crew = [q.question for q in passage_questions("Big Mom's crew attacked the island of Wano in 1999.", "One Piece")]
     assert "When did Big Mom's crew attack the island of Wano?" in crew
+
+
+def test_no_question_from_a_franchise_infobox_or_on_a_bare_quantifier():
+    # a media franchise's infobox gave "Do theatrical presentations play Fast & Furious Live Audio Original music BT?"
+    text = ("The Fast and the Furious Created by Gary Scott Thompson Original work The Fast and the Furious ( 2001 ) "
+            "Owner Universal Pictures Films and television Film ( s ) The Fast and the Furious ( 2001 ) Short film ( s ) "
+            "Los Bandoleros ( 2009 ) Theatrical presentations Play ( s ) Fast & Furious Live Audio Original music BT "
+            "( The Fast and the Furious ) David Arnold ( 2 Fast 2 Furious ) Official website http://www.example.com/")
+    assert _asked_in(text) == [], _asked_in(text)
+    # "Some hunted dodos only for their gizzards" gave "Did some hunt dodos for their gizzards?": who, the sentence
+    # before says
+    qs = _asked_in("Some hunted dodos only for their gizzards, as this was considered the most delicious part of the "
+                   "bird.")
+    assert not any(q.split()[1:2] == ["some"] for q in qs), qs
+    # a quantifier with its noun or its partitive says who
+    assert any("some sailors" in q.lower() for q in _asked_in("Some sailors hunted dodos for their gizzards in 1598.")), \
+        _asked_in("Some sailors hunted dodos for their gizzards in 1598.")
+    # a quantifier cut from its set: "the flower of any of several trees" gave "Is it the flower of any?"
+    qs = _asked_in("A cherry blossom is the flower of any of several trees of genus Prunus , particularly the Japanese "
+                   "cherry .")
+    assert not any(q.rstrip("?").endswith(" of any") for q in qs), qs

@@ -261,9 +261,10 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     if _needs_of(head) and not any(t.lower_ == "of" and t.head.i == head.i for t in toks):
         return []           # "a series", "52.1%" without "of epidemics" / "of the workforce" say nothing
     kept = {t.i for t in toks}
-    if any(t.i != head.i and t.lemma_.lower() in _MEASURES | _OF_HEADS and any(
+    if any(t.i != head.i and (t.lemma_.lower() in _MEASURES | _OF_HEADS or t.lower_ in _QUANTIFIER_PRONOUNS) and any(
             c.dep_ == "prep" and c.lower_ == "of" and c.i not in kept for c in t.children) for t in toks):
-        return []           # a measure without what it measures: "hundreds of kilograms (of these metals)"
+        return []           # a measure without what it measures: "hundreds of kilograms (of these metals)"; a
+                            # quantifier without its set: "the flower of any (of several trees)"
     ranked = any(c.dep_ in ("amod", "advmod") and (c.tag_ == "JJS" or c.ent_type_ == "ORDINAL"
                                                    or c.lower_ in ("first", "last", "only", "next"))
                  for c in head.children)
@@ -549,7 +550,14 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
             and not any(c.dep_ == "prep" and c.lower_ == "of" for c in subj.children):
         return None   # an adjective standing for a noun said before: "The latest called forth ...", "The first was ..."
                       # (a partitive says which: "most of Macedonia")
+    if len(toks) == 1 and toks[0].lower_ in _QUANTIFIER_PRONOUNS:
+        return None   # a bare quantifier: "Some hunted dodos only for their gizzards" (who, the sentence before says;
+                      # no "Did some hunt dodos for their gizzards?"); "Most of Macedonia", "Some people" say who
     return toks, _kind(subj)
+
+
+_QUANTIFIER_PRONOUNS = {"some", "many", "most", "few", "several", "others", "all", "both", "each", "none", "any",
+                        "either", "neither", "one"}
 
 
 _ELLIPTIC_HEADS = {"first", "second", "third", "fourth", "fifth", "last", "former", "latter", "next", "previous",
@@ -777,7 +785,9 @@ _INFOBOX = re.compile(r"\b(?:Synonyms|Specialty|Symptoms|Complications|Usual ons
                       r"Cinematography|Running time|Release date|Distributed by|Budget|Box office|Headquarters|"
                       r"Key people|Area served|Founder|Founded|Website|Original network|Original release|No\. of "
                       r"episodes|No\. of seasons|Preceded by|Followed by|Capital|Official languages|Demonym|"
-                      r"Government|Population|Currency|Time zone|Country|Language)\b")
+                      r"Government|Population|Currency|Time zone|Country|Language|Created by|Original work|Owner|Films? ?\( ?s|"
+                      r"Films and television|Short film|Theatrical presentations|Plays? ?\( ?s|Original music|"
+                      r"Theme park attractions|Official website|Video games? ?\( ?s|Television series)\b")
 
 
 def _imperative_misread(sent, clause) -> bool:
