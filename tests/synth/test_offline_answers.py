@@ -161,3 +161,23 @@ def test_a_span_ending_in_a_comma_loses_it():
     q = "How do I meet best practices around secrets management?"
     a = Answerer().run_offline({"question": q, "standalone_question": q, "passage": passage}).answer
     assert a.startswith("Rotate your secrets regularly, for example every 90 days. "), a    # not "days,."
+
+
+def test_an_answer_from_a_flattened_infobox_is_rejected():
+    # "What is the Western Roman Empire?" was answered with the page's infobox run into one "sentence"
+    # ("Roman Empire Senatus Populusque Romanus ... Capital Mediolanum ... Government Autocracy ...")
+    import gzip
+    import json
+    from pathlib import Path
+
+    from agents.synth.offline.answering import answer, check
+    path = Path(__file__).resolve().parents[1] / "data" / "mtrag" / "corpus" / "clapnq.jsonl.gz"
+    with gzip.open(path, "rt") as f:
+        box = next(d for d in map(json.loads, f) if d["doc_id"] == "843291759_172-2582-0-2410")
+    q = "What is the Western Roman Empire?"
+    bad = check({"question": q, "answer": answer(q, q, {"text": box["text"]}), "passage": {"text": box["text"]}})
+    assert not bad["supported"] and any("infobox" in r for r in bad["reasons"]), bad
+    prose = {"text": "The Western Roman Empire is the western division of the Roman Empire after 395. Its capital "
+                     "moved to Ravenna in 402."}
+    good = check({"question": q, "answer": answer(q, q, prose), "passage": prose})
+    assert good["supported"] and good["reasons"] == [], good

@@ -24,7 +24,7 @@ import re
 from agents.synth.offline.answer_types import answer_span, fills_slot, question_type, request_body
 from agents.synth.offline.matching import norm, span_in, states, support, yes_no
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
-from agents.synth.offline.qgen import passage_questions
+from agents.synth.offline.qgen import infobox, passage_questions
 from agents.synth.text import jaccard_words, sentences
 
 MIN_FIT = 0.3          # MiniLM cosine of question and supporting sentence
@@ -154,6 +154,9 @@ def check(x: dict) -> dict:
     supported = support_min >= 0.8
     if not supported:
         reasons.append(f"an answer sentence is not supported by the passage (support {support_min:.2f})")
+    if any(infobox(a) for a in asents):
+        supported = False
+        reasons.append("an answer sentence is a flattened infobox, not prose")
     return {"span_ok": span_ok, "type_ok": type_ok, "constraints_ok": not missing, "fit": fit,
             "fit_ok": fit >= MIN_FIT, "supported": supported, "reasons": reasons, "qtype": qtype, "span": span}
 

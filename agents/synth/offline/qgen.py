@@ -772,9 +772,15 @@ def sentence_ok(sent) -> bool:
         return False
     alpha = sum(t.is_alpha for t in toks) / len(toks)
     sym = sum(t.text in "$₹€£|=/\\{}<>#*_" for t in sent)
-    if len(set(_INFOBOX.findall(sent.text))) >= 2:
+    if infobox(sent.text):
         return False        # an infobox flattened into text: "Specialty Hematology Symptoms Attacks of pain, ..."
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
+
+
+def infobox(text: str) -> bool:
+    """A Wikipedia infobox flattened into a "sentence": two or more of its labels ("Capital Mediolanum ...
+    Languages Latin ... Government Autocracy")."""
+    return len(set(_INFOBOX.findall(text))) >= 2
 
 
 # the labels of a Wikipedia infobox, as the page's flattened text writes them (capitalised, mid-sentence)
