@@ -7,7 +7,7 @@ Two steps (plain functions, no Prefect server needed):
         [--config benchmarks/realism_mtrag.toml] [--conversations 32 --turns 8] [--seed 1]
     # 2. the table: question statistics, history dependence and BM25/dense nDCG@5 by query mode
     python benchmarks/realism.py report --ours mtr-runs/realism-cloud \
-        --human tests/data/mtrag --format mtrag --domain cloud [--no-retrieval]
+        --human tests/data/mtrag --format mtrag --domain cloud [--no-retrieval] [--breakdown]
 
 Statistics: :mod:`evaluation.realism`. The synthesized benchmark is searched over its own
 corpus (for an MTRAG pool: the same passages as the human conversations of that domain).
@@ -54,8 +54,9 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
 
 
 def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retrieval: bool,
-           out_dir: str | None, retrievers: tuple[str, ...] = ("bm25", "dense"), cache_dir: str | None = None) -> str:
-    from evaluation.realism import format_table, question_stats, retrieval_table
+           out_dir: str | None, retrievers: tuple[str, ...] = ("bm25", "dense"), cache_dir: str | None = None,
+           breakdown: bool = False) -> str:
+    from evaluation.realism import format_breakdown, format_table, question_stats, ratio_breakdown, retrieval_table
     from storage.benchmark import load_benchmark
     benches = [(load_benchmark(p, "ours"), f"offline {Path(p).name}") for p in ours]
     benches += [(load_benchmark(p, fmt, domain=domain), f"human {domain or Path(p).name}") for p in human]
@@ -67,7 +68,15 @@ def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retr
             work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
             tables.append(retrieval_table(b, retrievers=retrievers, index_dir=work / "bm25",
                                           cache_dir=cache_dir or work / "emb"))
-    return format_table(stats, tables)
+    out = format_table(stats, tables)
+    if breakdown:
+        # which turns make each rewrite / last-turn ratio, with a cluster-bootstrap interval over conversations
+        for b, name in benches:
+            work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
+            for r in retrievers:
+                bd = ratio_breakdown(b, r, index_dir=work / "bm25", cache_dir=cache_dir or work / "emb")
+                out += "\n\n" + format_breakdown(name, bd)
+    return out
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,6 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--work", help="where indexes and embeddings of the report go (default mtr-eval/realism)")
     r.add_argument("--retriever", action="append", help="bm25 | dense | hybrid (repeatable; default bm25 and dense)")
     r.add_argument("--embed-cache-dir", help="an embedding cache to reuse (e.g. the spine's)")
+    r.add_argument("--breakdown", action="store_true", help="per benchmark and retriever: the rewrite / last-turn "
+                   "ratio with a 95%% cluster-bootstrap interval over conversations, and nDCG@5 by kind of turn "
+                   "(first, switch, asked in full, leaning; wh or yes/no)")
     a = ap.parse_args(argv)
     if a.cmd == "synthesize":
         over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
@@ -99,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:
         print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work,
-                     tuple(a.retriever or ("bm25", "dense")), a.embed_cache_dir))
+                     tuple(a.retriever or ("bm25", "dense")), a.embed_cache_dir, a.breakdown))
 
 
 if __name__ == "__main__":

@@ -69,3 +69,56 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray | Mapping[str, float], con
     alpha = (1.0 - confidence) / 2.0
     low, high = np.quantile(means, [alpha, 1.0 - alpha])
     return ConfidenceInterval(mean, float(low), float(high), confidence, int(n), n_resamples)
+
+
+def ratio_ci(groups: Sequence[Sequence[tuple[float, float]]], confidence: float = 0.95, n_resamples: int = 10_000,
+             seed: int = 0) -> ConfidenceInterval:
+    """Percentile bootstrap CI of a ratio of sums, ``sum(b) / sum(a)`` over ``(a, b)`` pairs, resampling whole
+    groups with replacement (a cluster bootstrap: the turns of one conversation are not independent, so a
+    conversation is resampled as a unit). Used for the rewrite / last-turn nDCG ratio of a conversational
+    benchmark (``a`` = last turn, ``b`` = rewrite, one group per conversation).
+
+    Args:
+        groups: one sequence of ``(a, b)`` pairs per group; empty groups are ignored.
+        confidence: coverage in (0, 1).
+        n_resamples: bootstrap resamples.
+        seed: RNG seed (results are reproducible).
+
+    Returns:
+        The :class:`ConfidenceInterval` whose ``mean`` is the ratio on all pairs and ``n`` the number of groups;
+        a resample whose ``a`` sums to 0 is left out of the percentiles (``nan`` bounds if all are).
+
+    Raises:
+        ValueError: no pairs, ``sum(a)`` is 0, or ``confidence`` outside (0, 1).
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    sums = np.array([[sum(a for a, _ in g), sum(b for _, b in g)] for g in groups if len(g)], dtype=np.float64)
+    if sums.size == 0:
+        raise ValueError("ratio_ci needs at least one pair")
+    total_a, total_b = sums.sum(axis=0)
+    if total_a == 0:
+        raise ValueError("ratio_ci: the denominators sum to 0")
+    ratio = float(total_b / total_a)
+    n = len(sums)
+    if n == 1:
+        return ConfidenceInterval(ratio, ratio, ratio, confidence, 1, n_resamples)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_resamples, 2_000_000 // n))
+    den = np.empty(n_resamples, dtype=np.float64)
+    num = np.empty(n_resamples, dtype=np.float64)
+    done = 0
+    while done < n_resamples:
+        size = min(chunk, n_resamples - done)
+        idx = rng.integers(0, n, size=(size, n))
+        den[done:done + size] = sums[idx, 0].sum(axis=1)
+        num[done:done + size] = sums[idx, 1].sum(axis=1)
+        done += size
+    ok = den > 0
+    if not ok.any():
+        return ConfidenceInterval(ratio, float("nan"), float("nan"), confidence, n, n_resamples)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(num[ok] / den[ok], [alpha, 1.0 - alpha])
+    return ConfidenceInterval(ratio, float(low), float(high), confidence, n, n_resamples)

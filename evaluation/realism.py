@@ -201,3 +201,65 @@ def format_table(stats: list[RealismStats], retrieval: list[dict | None] | None 
             rows.append((label, [f"{(r or {}).get(ret, {}).get(m, float('nan')):.3f}" for r in retrieval]))
     head = "| statistic | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols)
     return head + "\n" + "\n".join(f"| {k} | " + " | ".join(v) + " |" for k, v in rows)
+
+
+def turn_kind(turn, first: bool) -> str:
+    """Where a turn's retrieval difficulty comes from, for :func:`ratio_breakdown`: ``first`` (the conversation's
+    opening question), ``switch`` (a hard topic switch: ``turns_since_switch == 0``), ``asked in full`` (a
+    follow-up whose rewrite says nothing more: the same words, case and punctuation aside, or no rewrite) or
+    ``leans`` (a follow-up whose rewrite differs: it leans on the conversation); then ``/ yes-no`` or ``/ wh``
+    (:func:`question_type`)."""
+    if first or not turn.history:
+        kind = "first"
+    elif turn.turns_since_switch == 0:
+        kind = "switch"
+    elif not turn.rewrite or _norm(turn.question) == _norm(turn.rewrite):
+        kind = "asked in full"
+    else:
+        kind = "leans"
+    return f"{kind} / {'yes-no' if question_type(turn.question) == 'yes/no' else 'wh'}"
+
+
+KIND_ORDER = tuple(f"{k} / {t}" for k in ("first", "switch", "asked in full", "leans") for t in ("wh", "yes-no"))
+
+
+def ratio_breakdown(bench, retriever: str = "bm25", index_dir=None, cache_dir=None, measure: str = "ndcg_cut_5",
+                    n_resamples: int = 10_000, seed: int = 0) -> dict:
+    """The rewrite / last-turn ratio of ``retriever`` with a 95% cluster-bootstrap interval over conversations
+    (:func:`evaluation.bootstrap.ratio_ci`), and ``measure`` by :func:`turn_kind` (n, last turn, rewrite): which
+    turns make the ratio. Over the turns with qrels; a turn missing from a run scores 0 (trec_eval's
+    ``-c``)."""
+    from evaluation.benchmark_eval import evaluate_benchmark
+    from evaluation.bootstrap import ratio_ci
+    ev = evaluate_benchmark(bench, [retriever], ["last_turn", "rewrite"], depth=20, index_dir=index_dir,
+                            cache_dir=cache_dir, ks=(5, 10))
+    per = {}
+    for mode in ("last_turn", "rewrite"):
+        res = ev.results[f"{retriever}/{mode}"]
+        j = res.measures.index(measure)
+        per[mode] = {q: float(res.values[i, j]) for i, q in enumerate(res.qids)}
+    kinds: dict[str, list[tuple[float, float]]] = {}
+    groups: dict[str, list[tuple[float, float]]] = {}
+    for turns in bench.conversations().values():
+        for k, t in enumerate(turns):
+            if t.sample_id not in per["last_turn"]:
+                continue
+            pair = (per["last_turn"][t.sample_id], per["rewrite"].get(t.sample_id, 0.0))
+            kinds.setdefault(turn_kind(t, k == 0), []).append(pair)
+            groups.setdefault(t.conv_id, []).append(pair)
+    ci = ratio_ci(list(groups.values()), n_resamples=n_resamples, seed=seed)
+    rows = [{"kind": k, "n": len(v), "last_turn": statistics.fmean(a for a, _ in v),
+             "rewrite": statistics.fmean(b for _, b in v)}
+            for k, v in sorted(kinds.items(), key=lambda kv: (KIND_ORDER + (kv[0],)).index(kv[0]))]
+    return {"retriever": retriever, "measure": measure, "ratio": ci.mean, "low": ci.low, "high": ci.high,
+            "conversations": ci.n, "rows": rows}
+
+
+def format_breakdown(name: str, bd: dict) -> str:
+    """A markdown table of :func:`ratio_breakdown`, headed by the ratio and its interval."""
+    m = bd["measure"].replace("ndcg_cut_", "nDCG@")
+    head = (f"**{name}**, {bd['retriever']} {m} rewrite / last turn {bd['ratio']:.3f} (95% cluster bootstrap over "
+            f"{bd['conversations']} conversations: {bd['low']:.3f}-{bd['high']:.3f})\n\n"
+            f"| turns | n | {m} last turn | {m} rewrite |\n|---|---|---|---|")
+    return head + "\n" + "\n".join(f"| {r['kind']} | {r['n']} | {r['last_turn']:.3f} | {r['rewrite']:.3f} |"
+                                   for r in bd["rows"])
