@@ -56,27 +56,25 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
 def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retrieval: bool,
            out_dir: str | None, retrievers: tuple[str, ...] = ("bm25", "dense"), cache_dir: str | None = None,
            breakdown: bool = False) -> str:
-    from evaluation.realism import format_breakdown, format_table, question_stats, ratio_breakdown, retrieval_table
+    from evaluation.realism import (evaluate_modes, format_breakdown, format_table, question_stats, ratio_breakdown,
+                                    retrieval_means)
     from storage.benchmark import load_benchmark
     benches = [(load_benchmark(p, "ours"), f"offline {Path(p).name}") for p in ours]
     benches += [(load_benchmark(p, fmt, domain=domain), f"human {domain or Path(p).name}") for p in human]
     stats = [question_stats(b, name) for b, name in benches]
-    tables = None
-    if retrieval:
-        tables = []
-        for b, name in benches:
-            work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
-            tables.append(retrieval_table(b, retrievers=retrievers, index_dir=work / "bm25",
-                                          cache_dir=cache_dir or work / "emb"))
-    out = format_table(stats, tables)
-    if breakdown:
-        # which turns make each rewrite / last-turn ratio, with a cluster-bootstrap interval over conversations
-        for b, name in benches:
-            work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
-            for r in retrievers:
-                bd = ratio_breakdown(b, r, index_dir=work / "bm25", cache_dir=cache_dir or work / "emb")
-                out += "\n\n" + format_breakdown(name, bd)
-    return out
+    tables = [] if retrieval else None
+    breakdowns = []
+    modes = ("last_turn", "rewrite", "full_history") if retrieval else ("last_turn", "rewrite")
+    for b, name in benches if retrieval or breakdown else []:
+        work = Path(out_dir or "mtr-eval/realism") / name.replace(" ", "_")
+        # one search per benchmark, retriever and mode, read by the table and the breakdown
+        ev = evaluate_modes(b, retrievers, modes, index_dir=work / "bm25", cache_dir=cache_dir or work / "emb")
+        if retrieval:
+            tables.append(retrieval_means(ev))
+        if breakdown:
+            # which turns make each rewrite / last-turn ratio, with a cluster-bootstrap interval over conversations
+            breakdowns += [format_breakdown(name, ratio_breakdown(b, r, ev=ev)) for r in retrievers]
+    return "\n\n".join([format_table(stats, tables), *breakdowns])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -107,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.cmd == "synthesize":
         over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
                                   ("synth.seed", a.seed),
-                                  ("embed.cache_dir", a.embed_cache_dir)) if v}
+                                  ("embed.cache_dir", a.embed_cache_dir)) if v is not None}
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:
         print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work,

@@ -49,26 +49,43 @@ def bootstrap_ci(values: Sequence[float] | np.ndarray | Mapping[str, float], con
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         raise ValueError("bootstrap_ci needs at least one value")
+    _check(confidence, n_resamples)
+    mean = float(x.mean())
+    if x.size == 1 or np.all(x == x[0]):
+        return ConfidenceInterval(mean, mean, mean, confidence, int(x.size), n_resamples)
+    n = x.size
+    means = _resampled_sums(x[:, None], n_resamples, seed)[:, 0] / n
+    low, high = _percentiles(means, confidence)
+    return ConfidenceInterval(mean, low, high, confidence, int(n), n_resamples)
+
+
+def _check(confidence: float, n_resamples: int) -> None:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if n_resamples < 1:
         raise ValueError("n_resamples must be >= 1")
-    mean = float(x.mean())
-    if x.size == 1 or np.all(x == x[0]):
-        return ConfidenceInterval(mean, mean, mean, confidence, int(x.size), n_resamples)
+
+
+def _resampled_sums(rows: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """``(n_resamples, k)`` column sums of ``rows`` (``(n, k)``) resampled ``n`` at a time with replacement; seeded,
+    drawn in chunks of at most ~2M indexes (memory-bounded for large ``n``)."""
     rng = np.random.default_rng(seed)
-    n = x.size
+    n = len(rows)
     chunk = max(1, min(n_resamples, 2_000_000 // n))
-    means = np.empty(n_resamples, dtype=np.float64)
+    out = np.empty((n_resamples, rows.shape[1]), dtype=np.float64)
     done = 0
     while done < n_resamples:
         size = min(chunk, n_resamples - done)
         idx = rng.integers(0, n, size=(size, n))
-        means[done:done + size] = x[idx].mean(axis=1)
+        out[done:done + size] = rows[idx].sum(axis=1)
         done += size
+    return out
+
+
+def _percentiles(stats: np.ndarray, confidence: float) -> tuple[float, float]:
     alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return ConfidenceInterval(mean, float(low), float(high), confidence, int(n), n_resamples)
+    low, high = np.quantile(stats, [alpha, 1.0 - alpha])
+    return float(low), float(high)
 
 
 def ratio_ci(groups: Sequence[Sequence[tuple[float, float]]], confidence: float = 0.95, n_resamples: int = 10_000,
@@ -91,10 +108,7 @@ def ratio_ci(groups: Sequence[Sequence[tuple[float, float]]], confidence: float 
     Raises:
         ValueError: no pairs, ``sum(a)`` is 0, or ``confidence`` outside (0, 1).
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if n_resamples < 1:
-        raise ValueError("n_resamples must be >= 1")
+    _check(confidence, n_resamples)
     sums = np.array([[sum(a for a, _ in g), sum(b for _, b in g)] for g in groups if len(g)], dtype=np.float64)
     if sums.size == 0:
         raise ValueError("ratio_ci needs at least one pair")
@@ -105,20 +119,9 @@ def ratio_ci(groups: Sequence[Sequence[tuple[float, float]]], confidence: float 
     n = len(sums)
     if n == 1:
         return ConfidenceInterval(ratio, ratio, ratio, confidence, 1, n_resamples)
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_resamples, 2_000_000 // n))
-    den = np.empty(n_resamples, dtype=np.float64)
-    num = np.empty(n_resamples, dtype=np.float64)
-    done = 0
-    while done < n_resamples:
-        size = min(chunk, n_resamples - done)
-        idx = rng.integers(0, n, size=(size, n))
-        den[done:done + size] = sums[idx, 0].sum(axis=1)
-        num[done:done + size] = sums[idx, 1].sum(axis=1)
-        done += size
-    ok = den > 0
+    res = _resampled_sums(sums, n_resamples, seed)
+    ok = res[:, 0] > 0
     if not ok.any():
         return ConfidenceInterval(ratio, float("nan"), float("nan"), confidence, n, n_resamples)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(num[ok] / den[ok], [alpha, 1.0 - alpha])
-    return ConfidenceInterval(ratio, float(low), float(high), confidence, n, n_resamples)
+    low, high = _percentiles(res[ok, 1] / res[ok, 0], confidence)
+    return ConfidenceInterval(ratio, low, high, confidence, n, n_resamples)

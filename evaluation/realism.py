@@ -161,9 +161,20 @@ def retrieval_table(bench, retrievers: Sequence[str] = ("bm25", "dense"),
                     modes: Sequence[str] = ("last_turn", "rewrite", "full_history"), index_dir=None,
                     cache_dir=None) -> dict[str, dict[str, float]]:
     """nDCG@5 per retriever and query mode, plus ``rewrite/last_turn`` per retriever."""
+    return retrieval_means(evaluate_modes(bench, retrievers, modes, index_dir, cache_dir))
+
+
+def evaluate_modes(bench, retrievers: Sequence[str] = ("bm25", "dense"),
+                   modes: Sequence[str] = ("last_turn", "rewrite", "full_history"), index_dir=None, cache_dir=None):
+    """The searches and per-query scores behind :func:`retrieval_table` and :func:`ratio_breakdown` (run once,
+    read by both)."""
     from evaluation.benchmark_eval import evaluate_benchmark
-    ev = evaluate_benchmark(bench, list(retrievers), list(modes), depth=20, index_dir=index_dir, cache_dir=cache_dir,
-                            ks=(5, 10))
+    return evaluate_benchmark(bench, list(retrievers), list(modes), depth=20, index_dir=index_dir,
+                              cache_dir=cache_dir, ks=(5, 10))
+
+
+def retrieval_means(ev) -> dict[str, dict[str, float]]:
+    """nDCG@5 per retriever and query mode of an :func:`evaluate_modes` result, plus ``rewrite/last_turn``."""
     out: dict[str, dict[str, float]] = {}
     for key, res in ev.results.items():
         r, m = key.split("/", 1)
@@ -224,15 +235,14 @@ KIND_ORDER = tuple(f"{k} / {t}" for k in ("first", "switch", "asked in full", "l
 
 
 def ratio_breakdown(bench, retriever: str = "bm25", index_dir=None, cache_dir=None, measure: str = "ndcg_cut_5",
-                    n_resamples: int = 10_000, seed: int = 0) -> dict:
+                    n_resamples: int = 10_000, seed: int = 0, ev=None) -> dict:
     """The rewrite / last-turn ratio of ``retriever`` with a 95% cluster-bootstrap interval over conversations
     (:func:`evaluation.bootstrap.ratio_ci`), and ``measure`` by :func:`turn_kind` (n, last turn, rewrite): which
     turns make the ratio. Over the turns with qrels; a turn missing from a run scores 0 (trec_eval's
-    ``-c``)."""
-    from evaluation.benchmark_eval import evaluate_benchmark
+    ``-c``). ``ev``: an :func:`evaluate_modes` result that holds both modes for ``retriever`` (else searched here)."""
     from evaluation.bootstrap import ratio_ci
-    ev = evaluate_benchmark(bench, [retriever], ["last_turn", "rewrite"], depth=20, index_dir=index_dir,
-                            cache_dir=cache_dir, ks=(5, 10))
+    if ev is None:
+        ev = evaluate_modes(bench, [retriever], ["last_turn", "rewrite"], index_dir, cache_dir)
     per = {}
     for mode in ("last_turn", "rewrite"):
         res = ev.results[f"{retriever}/{mode}"]

@@ -102,7 +102,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     shown = [passage(ctx, c) for c in state["shown"]]
     return {"passages": shown, "history": visible_history(state),
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
-            "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0), "standalone": turn == 1 or turn == state.get("switch_turn"),
+            "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0),
+            "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
             "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],
             # offline discourse (the prompt does not use these): the segment's accepted turns

@@ -230,5 +230,6 @@ async def commit(state: ConvState) -> dict:
                "failure_reason": None, "humanize_note": cand.get("humanize_note")}
     turns = [*state.get("turns", []), rec]
     nxt = turn + 1
-    return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "empty_attempts": 0, "feedback": None, "cand": None,
-            "answer": None, "extra": [], "turn_usage": {}, "turn_error": None, "done": nxt > state["n_turns"]}
+    return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "empty_attempts": 0, "feedback": None,
+            "cand": None, "answer": None, "extra": [], "turn_usage": {}, "turn_error": None,
+            "done": nxt > state["n_turns"]}

@@ -379,8 +379,9 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     named by its own heading. With none the attempt fails explicitly
     (:class:`~agents.synth.questioner.NothingToAsk`: the next attempt shows other passages, and a turn
     that never finds one records why) rather than ask what the passage does not answer: "What is World
-    War I?" was asked of a passage about observation balloons, "What is the history of the Roman Empire?" of one about Vespasian's provinces, and a
-    generic "What else should I know about this topic?" was sometimes accepted."""
+    War I?" was asked of a passage about observation balloons, "What is the history of the Roman Empire?" of one
+    about Vespasian's provinces, and a generic "What else should I know about this topic?" was sometimes
+    accepted."""
     passages = x["passages"]
     used = set(x.get("used_gold") or [])
     best: tuple[int, int, str] | None = None
