@@ -181,3 +181,37 @@ def test_an_answer_from_a_flattened_infobox_is_rejected():
                      "moved to Ravenna in 402."}
     good = check({"question": q, "answer": answer(q, q, prose), "passage": prose})
     assert good["supported"] and good["reasons"] == [], good
+
+
+JWT_SECTION = ("Generating a JWT\n"
+               "To use web chat security, you must configure the web chat on your website to send a JSON Web Token (JWT) "
+               "with each message to the assistant. The JWT is used to verify the origin of messages sent from your "
+               "website.\n"
+               "Do not hardcode a JWT in your website code.\n"
+               "On your server, implement a function that generates and returns a JSON Web Token (JWT) that is signed "
+               "with your private key. You will use this token to verify the origin of messages.")
+
+
+def test_a_task_heading_is_answered_by_the_sentence_that_says_how():
+    # c00050's "How do I generate it?" (rewrite "How do I generate a JWT?") was answered with the section's first
+    # sentence, which says what the JWT is for
+    from agents.synth.offline.qgen import passage_questions
+    qa = {q.question: q for q in passage_questions(JWT_SECTION, "")}["How do I generate a JWT?"]
+    assert qa.answer.startswith("On your server, implement a function that generates"), qa.answer
+    # a section that opens with what the reader can do keeps its first sentence
+    text = "Downloading a skill\nYou can export a dialog skill in JSON format. Implement the download in your app."
+    got = {q.question: q.answer for q in passage_questions(text, "")}
+    assert got["How do I download a skill?"] == "You can export a dialog skill in JSON format."
+
+
+def test_the_verifier_rejects_a_how_do_i_answer_that_says_no_way_to_do_it():
+    from agents.synth.offline.answering import check
+    q = "How do I generate a JWT?"
+    passage = {"text": JWT_SECTION}
+    what_for = "The JWT is used to verify the origin of messages sent from your website."
+    bad = check({"question": q, "answer": what_for, "passage": passage})
+    assert not bad["type_ok"] and any("does not say how to generate" in r for r in bad["reasons"]), bad["reasons"]
+    how = ("On your server, implement a function that generates and returns a JSON Web Token (JWT) that is signed with "
+           "your private key. You will use this token to verify the origin of messages.")
+    good = check({"question": q, "answer": how, "passage": passage})
+    assert good["type_ok"] and good["reasons"] == [], good["reasons"]

@@ -870,3 +870,41 @@ def test_a_topic_with_its_phrase_has_no_short_form_of_the_phrases_noun():
     wall = QA(question="When was the Berlin Wall built?", qtype="when", answer="1961", sentence="The wall was built.",
               template="When was {T} built", topic="the Berlin Wall", topic_kind="SING")
     assert _short_form(wall, "the wall fell") == "When was the wall built"
+
+
+def test_a_context_name_gets_the_article_and_case_a_rewrite_needs():
+    # rewrites read "... in United States?", "... in Economy of India?", "... in Berlin Wall?", "... for Football?"
+    # from a page title or a name the passage writes without its article
+    from agents.synth.offline.discourse import _as_phrase, context_phrase
+    hudson = {"title": "Hudson River", "text": "Hudson River\nThe Erie Canal became an important transportation "
+                                                 "artery for the early-19th-century United States."}
+    said = "Why did the Patriots win? The Patriots founded the United States of America."
+    assert context_phrase("What did the area inspire?", hudson, ["united states"], said) == "the United States"
+    # the passage alone gives no article; a plural or a head English names with "the" gets one
+    assert context_phrase("What did the area inspire?", hudson, ["united states"]) == "the United States"
+    wall = {"title": "Berlin Wall", "text": "Berlin Wall\nThe longtime leader of East Germany resigned in 1989."}
+    assert context_phrase("When did the leader resign?", wall, ["berlin wall"]) == "the Berlin Wall"
+    assert _as_phrase("Seattle Seahawks", "Seattle Seahawks\nThe NFL gave the city a franchise.", "") == \
+        "the Seattle Seahawks"
+    # a title's sentence case undone
+    india = {"title": "Economy of India under the British Raj",
+             "text": "Economy of India under the British Raj\nHistorians have blamed the colonial rule."}
+    assert context_phrase("What have historians blamed?", india, ["economy of india"]) == "the economy of India"
+    # names written bare stay bare
+    assert _as_phrase("Imperial Japan", "The navy of Imperial Japan attacked.", "") == "Imperial Japan"
+    assert _as_phrase("Romeo and Juliet", "Romeo and Juliet\nThe play ends.", "") == "Romeo and Juliet"
+    assert _as_phrase("Franklin D. Roosevelt", "Franklin D. Roosevelt\nHe was elected.", "") == "Franklin D. Roosevelt"
+
+
+def test_a_one_word_page_written_in_lower_case_is_a_common_noun_context():
+    from agents.synth.offline.discourse import context_phrase
+    football = {"title": "Football", "text": "Football\nStudents played a game called football. In 1888 the Football "
+                                             "League was founded, and football spread."}
+    assert context_phrase("What did Yale University ban in 1860?", football, ["football"]) == "football"
+
+
+def test_a_sentence_initial_adjective_phrase_is_no_context():
+    from agents.synth.offline.discourse import context_phrase
+    libya = {"title": "Libya", "text": "Libya\nThe Empire returned. Unpopular Byzantine governors imposed taxes, and "
+                                       "Cyrenaica took on a military character."}
+    assert context_phrase("What did Cyrenaica take on?", libya, ["unpopular byzantine governors"]) == ""

@@ -24,7 +24,7 @@ import re
 from agents.synth.offline.answer_types import answer_span, fills_slot, question_type, request_body
 from agents.synth.offline.matching import norm, span_in, states, support, yes_no
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
-from agents.synth.offline.qgen import infobox, passage_questions
+from agents.synth.offline.qgen import does_task, infobox, passage_questions
 from agents.synth.text import jaccard_words, sentences
 
 MIN_FIT = 0.3          # MiniLM cosine of question and supporting sentence
@@ -139,6 +139,11 @@ def check(x: dict) -> dict:
     if qtype == "define" and type_ok and not _defines(q, sentences(context)[:2]):
         type_ok = False
         reasons.append("the answer does not define what the question asks about")
+    task = re.match(r"how (?:do|can|should) i (\w+)", q.strip(), re.IGNORECASE)
+    if task and type_ok and not any(does_task(a, task.group(1).lower()) for a in asents[:LIST_ITEMS + 2]):
+        type_ok = False       # "How do I generate a JWT?" answered with what the JWT is for
+        reasons.append(f"the answer does not say how to {task.group(1).lower()}: it neither uses the verb nor "
+                       f"instructs")
     wanted = set(re.findall(r"\b\d[\d,.]*\d\b|\b\d\b", q))
     missing = {w for w in wanted if not span_in(w, context)}
     if missing:

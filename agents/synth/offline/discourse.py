@@ -376,6 +376,12 @@ def _segment_text(segment: list[dict]) -> str:
     return " ".join(f"{t.get('gold_text') or ''} {t.get('answer') or ''}" for t in segment)
 
 
+def history_text(segment: list[dict]) -> str:
+    """The segment's standalone questions, passages and answers: how the conversation has written its names."""
+    return " ".join(f"{t.get('standalone_question') or ''}\n{t.get('gold_text') or ''}\n{t.get('answer') or ''}"
+                    for t in segment)
+
+
 def mentions_history(question: str, mentions: list[str]) -> bool:
     """The question names a phrase the segment mentioned (multiword or a proper name), so it can
     stay on the conversation's subject and refer back to it."""
@@ -673,12 +679,19 @@ def _said_words(segment: list[dict]) -> set[str]:
     return {w.lower() for w in re.findall(r"[^\W_]+", text)}
 
 
-def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
+def context_phrase(question: str, passage: dict, candidates: list[str], history: str = "") -> str:
     """The phrase of the segment's context that the question leaves implicit: the first candidate
     (:func:`context_candidates`) that the question's passage contains, when the question names no
     candidate before it (half of its words or more) - a name (:func:`_names_something`), as the passage
     writes it ("How do I delete a bucket?" in a conversation about IBM Cloud Object Storage, from a
-    passage about it -> "IBM Cloud Object Storage"); "" when none."""
+    passage about it -> "IBM Cloud Object Storage"), with the article and the case that the passage or the
+    conversation so far (``history``: its questions, answers and passages) give it (:func:`_as_phrase`: "the
+    United States", "the economy of India"); "" when none."""
+    found = _context_phrase(question, passage, candidates)
+    return _as_phrase(found, passage["text"][:4000], history) if found else ""
+
+
+def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
     title = passage.get("title") or ""
     text = passage["text"][:4000] + "\n" + title     # the text's own wording first
@@ -714,6 +727,9 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue
         if inside is None and len(kw) >= 2 and not page and not any(w[:1].isupper() for w in found.split()[1:]):
             continue          # only its first word capitalised, at a sentence start: "Some people" is no name
+        if inside is None and len(kw) >= 2 and not page and found.split()[-1].islower() \
+                and parse(found)[0].tag_ in ("JJ", "DT", "CD", "RB", "PDT"):
+            continue          # a common noun phrase with a sentence's capital: "Unpopular Byzantine governors" is no name
         if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
             # the article the passage writes before it ("the Byzantine Empire")
             return ("the " + found) if _with_article(ms, text) else found
@@ -725,10 +741,51 @@ def context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     return ""
 
 
+# heads of multiword names that English writes with "the" ("the Berlin Wall", "the Byzantine Empire", "the Supreme
+# Court", "the Great Wall of China"), when neither the passage nor the conversation shows how the name is written
+_THE_HEADS = frozenset("""wall empire states kingdom republic union court ages universe river ocean sea gulf bay lake canal
+church army navy party league association federation council senate parliament congress station guild award awards
+prize cup bowl series war revolution movement dynasty confederacy commonwealth emirates islands mountains alps desert
+valley basin peninsula strait channel institute foundation museum tower bridge""".split())
+
+
+def _as_phrase(found: str, text: str, history: str) -> str:
+    """A context name as a phrase of the rewrite: a title's sentence case undone where the sentences of the
+    passage or the conversation write its first word in lower case ("Economy of India" -> "the economy of India"),
+    and "the" before a name that they write "the <name>" (:func:`_with_article`: "the United States" from "the United
+    States of America") or, when they never write it after "the", whose head is a plural or one of
+    ``_THE_HEADS`` ("the Seattle Seahawks", "the Berlin Wall"); a person's or a country's name stays bare
+    ("Imperial Japan", "Franklin D. Roosevelt")."""
+    ws = found.split()
+    if len(ws) < 2 or ws[0].lower() in ("the", "a", "an") or not ws[0][:1].isupper():
+        return found
+    both = f"{text}\n{history}"
+    ms = list(phrase_pattern(ws).finditer(both))
+    inside = [m for m in ms if re.search(r"[a-z,;] $", both[max(0, m.start() - 2):m.start()])]
+    if inside and all(m.group(0)[:1].islower() for m in inside):
+        # sentence case: inside a sentence the name starts in lower case, "the economy of India"
+        found = ws[0].lower() + found[len(ws[0]):]
+        return ("the " + found) if _with_article(inside, both) or ws[1].lower() == "of" else found
+    if _with_article(ms, both):
+        return "the " + found
+    if any(m.start() >= 1 and both[m.start() - 1] in " (" and re.search(r"\b(?:in|of|from|to|by|with|and|for|on|at) $",
+                                                                       both[max(0, m.start() - 5):m.start()])
+           for m in inside):
+        return found          # written bare after a preposition: "in Imperial Japan", "of Romeo and Juliet"
+    lowered = [w.lower() for w in ws]
+    if lowered[1] == "of" and parse(found)[0].tag_ == "NN":
+        return "the " + ws[0].lower() + found[len(ws[0]):]     # a title's sentence case: "the economy of India"
+    head = ws[lowered.index("of") - 1] if "of" in lowered[1:] else ws[-1]
+    if head[:1].isupper() and (head.lower() in _THE_HEADS or re.fullmatch(r"[A-Z][a-z]+[^s']s", head)):
+        return "the " + found
+    return found
+
+
 def _article_as_written(noun: str, text: str) -> str:
     """``the <noun>`` when the text writes the article before it ("the cashew"), else the bare noun (a mass noun:
     "apoptosis", "photosynthesis")."""
-    return ("the " + noun) if re.search(rf"\bthe\s+{re.escape(noun)}\b", text, re.IGNORECASE) else noun
+    # as a phrase of its own: "the cashew is", not "the football codes"
+    return ("the " + noun) if _with_article(list(phrase_pattern(noun.split()).finditer(text)), text) else noun
 
 
 _AFTER_NAME = frozenset("""is are was were has have had does do did can could will would may might must should
@@ -787,4 +844,7 @@ def _names_something(found: str, text: str) -> bool:
         return False
     if len(ws) >= 2:
         return True
-    return re.search(r"[a-z,;] " + re.escape(found) + r"\b", text) is not None
+    # capitalised inside a sentence and standing alone ("Friends is ...", not "the Football League"), at least as
+    # often as the text writes it in lower case ("football" on the page "Football" is a common noun)
+    alone = len(re.findall(r"[a-z,;] " + re.escape(found) + r"\b(?!\s+[A-Z])", text))
+    return alone > 0 and alone >= len(re.findall(r"\b" + re.escape(found.lower()) + r"\b", text))

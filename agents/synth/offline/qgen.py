@@ -1266,11 +1266,69 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
         nxt = next((ln for ln in lines[i + 1:] if len(ln.split()) >= 4), "")
         if not nxt or well_formed(q) is not None:
             continue
-        first = re.split(r"(?<=[.!?])\s+", nxt)[0]
+        first = task_answer(lines[i + 1:], verb) or re.split(r"(?<=[.!?])\s+", nxt)[0]
         out.append(QA(question=q, qtype="how", answer=first, sentence=first, verb=verb, sent_index=start + i, score=1.2))
     out.extend(faq_questions(lines, start + len(out)))
     out.extend(np_heading_questions(lines, start + len(out)))
     return out
+
+
+def _uses_verb(sentence: str, verb: str) -> bool:
+    """``sentence`` uses the task's verb in any inflection or its noun ("generates", "generation" for "generate")."""
+    stem = verb[:-1] if verb.endswith("e") and len(verb) > 3 else verb
+    return re.search(rf"\b{re.escape(stem)}", sentence, re.IGNORECASE) is not None
+
+
+_REFERENCE = re.compile(r"^(?:for (?:more|further|detailed) |see |refer to |learn more|go to the documentation)",
+                        re.IGNORECASE)
+
+
+def _imperative(sentence: str) -> bool:
+    """The sentence's main verb is an imperative with no subject ("On your server, implement a function ...",
+    "Complete the following steps:"); a pointer elsewhere ("For more information, see ...") is none."""
+    if _REFERENCE.match(sentence.strip()):
+        return False
+    return any(t.dep_ == "ROOT" and t.tag_ == "VB" and t.lower_ not in ("see", "refer")
+               and not any(c.dep_ in ("nsubj", "nsubjpass", "aux", "mark") for c in t.children)
+               for t in parse(sentence[:600]))
+
+
+def _instructs(sentence: str) -> bool:
+    """An instruction: an imperative (:func:`_imperative`) or what the reader can or must do ("You can configure
+    ...", "you must create a key pair")."""
+    return _imperative(sentence) or (re.search(r"\byou (?:can|must|should|need to|have to|may)\b", sentence,
+                                               re.IGNORECASE) is not None and not _REFERENCE.match(sentence.strip()))
+
+
+def does_task(sentence: str, verb: str) -> bool:
+    """``sentence`` says how to do the task ``verb`` names: it uses the verb (:func:`_uses_verb`) or it instructs
+    (:func:`_instructs`)."""
+    return _uses_verb(sentence, verb) or _instructs(sentence)
+
+
+def task_answer(section: list[str], verb: str, limit: int = 5) -> str:
+    """The sentence of a task's section (the lines under its heading, up to the next heading) that answers how to do
+    it: the first one when it uses the task's verb, says what the reader can do ("You can ...") or instructs;
+    else the first one that both uses the verb and instructs, else the first that instructs (:func:`_instructs`),
+    else the first. "Generating a JWT" is answered "On your server, implement a function that generates and returns
+    a JSON Web Token ...", not by the section's first sentence, which says what the JWT is for."""
+    sents: list[str] = []
+    for ln in section:
+        w = ln.split()
+        if sents and 1 <= len(w) <= 8 and not ln.rstrip().endswith((".", ":", "!", "?", ")")):
+            break           # the next heading
+        if len(w) >= 4:
+            sents.extend(x for x in re.split(r"(?<=[.!?])\s+", ln.strip()) if len(x.split()) >= 4)
+        if len(sents) >= limit:
+            break
+    sents = sents[:limit]
+    if not sents:
+        return ""
+    first = sents[0]
+    if _uses_verb(first, verb) or re.match(r"you (?:can|may)\b", first, re.IGNORECASE) or _imperative(first):
+        return first
+    return next((x for x in sents if _uses_verb(x, verb) and _instructs(x)), None) \
+        or next((x for x in sents if _instructs(x)), first)
 
 
 _GENERIC_HEADINGS = re.compile(r"^(what[’']?s happening|why it[’']?s happening|how to fix it|before you begin|"

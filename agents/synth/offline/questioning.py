@@ -50,7 +50,8 @@ from agents.synth.offline import compare
 from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
-                                            coreferable, elide_given, history_mentions, main_name, mentions_history, render, segment_topics, title_name,
+                                            coreferable, elide_given, history_mentions, history_text, main_name,
+                                            mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
@@ -239,7 +240,7 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         # about the segment's focus: "How is it different from Y?" by the shares, else explicit
         asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
         return asked or qa.question, qa.question, bool(asked) or u >= talk
-    ctx = context_phrase(qa.question, passages[i], contexts) \
+    ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
         if coreferable(qa, topics) is None and not _defines_a_name(qa.question) else ""
     standalone = with_context(qa.question, ctx) if ctx else qa.question
     if well_formed(standalone) is not None:
