@@ -215,3 +215,19 @@ def test_the_verifier_rejects_a_how_do_i_answer_that_says_no_way_to_do_it():
            "your private key. You will use this token to verify the origin of messages.")
     good = check({"question": q, "answer": how, "passage": passage})
     assert good["type_ok"] and good["reasons"] == [], good["reasons"]
+
+
+def test_a_quotation_does_not_define_its_subject():
+    # "What is the Carolina Panthers?" was answered with a governor's words about the team (and a passive: "The
+    # Panthers are supported ...")
+    from agents.synth.offline.answering import answer, check
+    text = ('The Panthers are supported in both North Carolina and South Carolina; the Governor declared July 30, 2012, '
+            '"Carolina Panthers Day" in her state, saying that "when it comes to professional teams, the Carolina '
+            'Panthers are the team that South Carolina calls their own". The team plays in Charlotte.')
+    q = "What is the Carolina Panthers?"
+    bad = check({"question": q, "answer": text, "passage": {"text": text}})
+    assert any("does not define" in r for r in bad["reasons"]), bad["reasons"]
+    defining = {"text": "The Carolina Panthers are a professional American football team based in Charlotte. They "
+                        "play in the NFL."}
+    good = check({"question": q, "answer": answer(q, q, defining), "passage": defining})
+    assert not any("does not define" in r for r in good["reasons"]), good["reasons"]

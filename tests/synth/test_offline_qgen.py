@@ -788,3 +788,14 @@ def test_no_question_from_a_franchise_infobox_or_on_a_bare_quantifier():
     qs = _asked_in("A cherry blossom is the flower of any of several trees of genus Prunus , particularly the Japanese "
                    "cherry .")
     assert not any(q.rstrip("?").endswith(" of any") for q in qs), qs
+
+
+def test_no_question_from_a_gallery_of_captions():
+    # "When does Marble Falls City Hall extend westward?" came from captions run into one sentence
+    from agents.synth.offline.qgen import infobox, passage_questions
+    captions = ("Marble Falls City Hall, 2011 Marble Falls Public Library, 2011 The Uptown Theater in downtown Marble "
+                "Falls, 2011 Texas Ranch to Market Road 1431 in Marble Falls extends westward, 2011")
+    assert infobox(captions)
+    assert not any("extend" in qa.question for qa in passage_questions("Marble Falls\n" + captions, "Marble Falls"))
+    prose = "The library opened in the city hall in 1998, 2004 The Uptown Theater reopened, and the road extends westward."
+    assert not infobox(prose)

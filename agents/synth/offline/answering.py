@@ -136,7 +136,7 @@ def check(x: dict) -> dict:
     type_ok = fills_slot(qtype, span, context) or (qtype in ("what", "define", "how", "yesno") and bool(span))
     if not type_ok:
         reasons.append(f"the answer {span[:50]!r} is not a {qtype.replace('_', ' ')} answer")
-    if qtype == "define" and type_ok and not _defines(q, sentences(context)[:2]):
+    if qtype == "define" and type_ok and not _defines(q, asents[:3]):      # (a short defining sentence reads as a span)
         type_ok = False
         reasons.append("the answer does not define what the question asks about")
     task = re.match(r"how (?:do|can|should) i (\w+)", q.strip(), re.IGNORECASE)
@@ -166,8 +166,10 @@ def check(x: dict) -> dict:
             "fit_ok": fit >= MIN_FIT, "supported": supported, "reasons": reasons, "qtype": qtype, "span": span}
 
 
-_DEFINING = re.compile(r"\b(?:is|are|was|were|refers? to|means?|stands? for|describes?|provides?|offers?|lets?|"
-                       r"enables?|allows?|helps?|consists? of|includes?)\b", re.IGNORECASE)
+# (a copula, not a passive: "The Panthers are supported in both Carolinas" says nothing of what they are)
+_DEFINING = re.compile(r"\b(?:(?:is|are|was|were)(?!\s+(?:\w+ly\s+)?(?!used\b)\w+ed\b)|refers? to|means?|stands? for|"
+                       r"describes?|provides?|offers?|lets?|enables?|allows?|helps?|consists? of|includes?)\b",
+                       re.IGNORECASE)
 
 
 def _defines(question: str, sents: list[str]) -> bool:
@@ -179,8 +181,13 @@ def _defines(question: str, sents: list[str]) -> bool:
     # the defining verb follows the thing named (up to 8 words on, past an apposition): "X, a Y, is ..." defines
     # X; "Mike Pope won all four of his Super Bowl rings as the coach ... was" does not define "Super Bowl ring"
     near = re.compile(rf"\b{re.escape(head)}(?:e?s)?\b(?:\W+\w+){{0,8}}?\W+{_DEFINING.pattern}", re.IGNORECASE)
-    return any(support(topic, s) >= 0.5 and near.search(s) and not re.match(r"^(?:for more|see|if|to)\b", s.lower())
-               for s in sents)
+    return any(support(topic, s) >= 0.5 and near.search(_QUOTED.sub(" ", s))
+               and not re.match(r"^(?:for more|see|if|to)\b", s.lower()) for s in sents)
+
+
+# a quotation inside a sentence: what someone said of X defines X for them, not for the reader ("saying that
+# 'when it comes to professional teams, the Carolina Panthers are the team that South Carolina calls their own'")
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”|``.*?\'\'')
 
 
 def answerable(question: str, passage_text: str) -> bool:

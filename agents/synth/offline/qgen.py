@@ -780,7 +780,12 @@ def sentence_ok(sent) -> bool:
 def infobox(text: str) -> bool:
     """A Wikipedia infobox flattened into a "sentence": two or more of its labels ("Capital Mediolanum ...
     Languages Latin ... Government Autocracy")."""
-    return len(set(_INFOBOX.findall(text))) >= 2
+    return len(set(_INFOBOX.findall(text))) >= 2 or len(_CAPTION.findall(text)) >= 2
+
+
+# a gallery's captions run into one "sentence", each ending in its year: "Marble Falls City Hall, 2011 Marble Falls
+# Public Library, 2011 The Uptown Theater in downtown Marble Falls, 2011 ..."
+_CAPTION = re.compile(r",\s+(?:1[5-9]|20)\d\d\s+(?:The\s+)?[A-Z][a-z]")
 
 
 # the labels of a Wikipedia infobox, as the page's flattened text writes them (capitalised, mid-sentence)
