@@ -724,6 +724,9 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
                 # a one-word page about a common thing: "the cashew" where the text writes the article, a mass
                 # noun without one ("apoptosis", not "the apoptosis")
                 return _article_as_written(found.lower(), text)
+            if page and found[:1].isupper():
+                return found          # a one-word page with a proper name that the conversation said, where the
+                                      # passage says "the state": "What did the state have in 2012?" -> "... in Oklahoma?"
             continue
         if inside is None and len(kw) >= 2 and not page and not any(w[:1].isupper() for w in found.split()[1:]):
             continue          # only its first word capitalised, at a sentence start: "Some people" is no name

@@ -9,9 +9,7 @@ not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it 
 the segment mentioned, so conversations stay on their subject and can refer back to it; for an opening
 question, +0.3 when it has a topic to come back to and ``OPENER_NAMES_BONUS`` when it names its passage's subject
 (:func:`names_subject`: people open with what they ask about, and the follow-ups can then leave it implicit); a small
-preference for early sentences (central content) and 7-12 word questions; on a follow-up, ``UNRELATED_PENALTY``
-for a passage of another page that is about something else than the previous turn's (:func:`_unrelated`: people
-move on to a related article, not to whatever else the cluster holds), and a cost for each word
+preference for early sentences (central content) and 7-12 word questions; and on a follow-up a cost for each word
 that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and that no earlier turn said
 (``rare_weight`` per idf unit above 4: people ask follow-ups in the conversation's words and common ones, so a
 question copied from its passage with the passage's rare words is not one of theirs). The head of the ranking is
@@ -28,7 +26,10 @@ one asked inside the segment's context that no form applies to refers to the con
 pronoun where people would (:func:`_context_pronoun`: "How do I delete a bucket in it?" for a task in a
 product, "What did the army capture during it?" for an event or a period) or leaves it implicit, by the
 shares; the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
-The ``attempt``-th best is asked (a rejected attempt moves to the next).
+The ``attempt``-th best is asked (a rejected attempt moves to the next). A follow-up never asks of a passage of
+another page that is about something else than the previous turn's (:func:`_unrelated`: people move on to a related
+article, not to whatever else the cluster holds); when the shown passages hold nothing else, the attempt fails
+(:class:`~agents.synth.questioner.NothingToAsk`) and the next one is shown other passages.
 
 Unanswerable turns: a real, well-formed candidate about the segment's topic with its asked-for
 slot shifted (``When was X built?`` -> ``Who designed ...`` is not invented: the same clause is
@@ -123,6 +124,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     subjects = [] if segment else [subject_names(p) for p in passages]
     unrelated = _unrelated(passages, segment)
     for i, p in enumerate(passages):
+        if i in unrelated:
+            continue        # a follow-up does not jump to a passage about something else (:func:`_unrelated`)
         # the previous turn's passage or another passage of its page/article: a follow-up that stays there
         # keeps the conversation's subject (people ask several questions of one page)
         same_page = bool(segment) and ((p.get("title") or "") == last.get("title") != ""
@@ -146,8 +149,6 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                     s += 0.3                     # an opening question with a topic to come back to
                 if names_subject(qa.question, subjects[i]):
                     s += OPENER_NAMES_BONUS      # an opening question says what it is about
-            if i in unrelated:
-                s -= UNRELATED_PENALTY               # a jump to a passage about something else
             if rare is not None:
                 s -= rare(qa.question)               # words the asker would not have
             n = len(qa.question.split())
@@ -180,7 +181,7 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
         head = _with_need(head, need, passages, x.get("attempt", 0))
     if x.get("attempt", 0) >= len(head):
-        return (*_fallback(x), [])
+        return (*_fallback(x, unrelated), [])
     head.sort(key=lambda r: -r[0])      # stable: ties keep the ranking's order
     _, i, qa, (asked, standalone, _) = head[x.get("attempt", 0)]
     others = [qa.extra["other"] + 1] if qa.qtype == "compare" else []
@@ -224,7 +225,6 @@ def _unrelated(passages: list[dict], segment: list[dict]) -> set[int]:
 
 
 UNRELATED_COSINE = 0.2       # below this MiniLM cosine with the previous turn's passage, a passage is unrelated
-UNRELATED_PENALTY = 2.0      # ranking points: a follow-up on an unrelated passage (:func:`_unrelated`)
 OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
@@ -373,7 +373,7 @@ def _defines_a_name(question: str) -> bool:
         any(w[:1].isupper() for w in raw[2:])
 
 
-def _fallback(x: dict) -> tuple[int, str, str]:
+def _fallback(x: dict, unrelated: set[int] = frozenset()) -> tuple[int, str, str]:
     """No candidate left: a definitional question about a shown passage's subject that the passage answers. The
     first unused passage that defines its page's subject ("The Stanley Cup is the championship trophy ...") comes
     first, then one whose opening sentence is about it ("The Dasht-e Kavir's climate is arid ...") or a passage
@@ -387,7 +387,7 @@ def _fallback(x: dict) -> tuple[int, str, str]:
     used = set(x.get("used_gold") or [])
     best: tuple[int, int, str] | None = None
     for i, p in enumerate(passages):
-        if p["doc_id"] in used:
+        if p["doc_id"] in used or i in unrelated:      # (nor does it jump to an unrelated passage)
             continue
         title = title_name((p.get("title") or "").strip())
         rank = _about(title, p["text"]) if title else None
