@@ -489,6 +489,13 @@ def test_fallback_definition_takes_the_article_the_passage_writes():
     assert _fallback({"passages": [wall]})[1] == "What is the Great Wall of China?"
     boise = {"doc_id": "b", "title": "Boise State University", "text": "Boise State University is a university."}
     assert _fallback({"passages": [boise]})[1] == "What is Boise State University?"
+    # a list's heading is no thing to define: "What is List of Marvel Cinematic Universe films?" was asked
+    import pytest
+    from agents.synth.questioner import NothingToAsk
+    films = {"doc_id": "f", "title": "", "text": "List of Marvel Cinematic Universe films\nAfter Stephen Strange, the "
+                                                 "world's top neurosurgeon, is involved in a car accident, he sets out."}
+    with pytest.raises(NothingToAsk):
+        _fallback({"passages": [films]})
 
 
 def test_fallback_asks_only_what_a_passage_answers_and_else_fails_explicitly():
@@ -920,3 +927,9 @@ def test_a_one_word_page_name_the_conversation_said_is_the_context_of_its_passag
     ok = {"title": "Oklahoma", "text": "Oklahoma\nThe state had 85,500 farms in 2012, with $4.3 billion in animal "
                                        "products."}
     assert context_phrase("What did the state have in 2012?", ok, ["oklahoma"]) == "Oklahoma"
+
+
+def test_a_named_storm_is_an_event():
+    from agents.synth.offline.discourse import with_context
+    assert with_context("What did the French armed forces fly?", "Hurricane Irma") == \
+        "What did the French armed forces fly during Hurricane Irma?"

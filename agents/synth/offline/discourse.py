@@ -184,11 +184,11 @@ _EVENT_HEADS = frozenset("""war wars invasion invasions battle battles campaign 
 movement crisis era period age reign restoration occupation outbreak epidemic pandemic election elections olympics
 championship championships tournament festival ceremony conference summit expedition depression recession massacre siege
 offensive operation genocide holocaust famine strike protests riots coup purge renaissance reformation
-enlightenment raj dynasty colonization""".split())
+enlightenment raj dynasty colonization hurricane storm typhoon cyclone earthquake tsunami eruption flood""".split())
 # "rule" is a period only after a people's name ("British rule", "Mughal rule"), not "the firewall rule"
 _NAMED_EVENT_HEADS = frozenset({"rule"})
 _EVENT_OF = re.compile(r"^(?:the )?(?:(?:battle|siege|invasion|occupation|partition|sack|fall|war|reign|colonization) of|"
-                       r"operation) ", re.IGNORECASE)
+                       r"operation|hurricane|typhoon|cyclone|tropical storm) ", re.IGNORECASE)
 
 
 def is_event(phrase: str) -> bool:

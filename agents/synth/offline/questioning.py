@@ -395,7 +395,8 @@ def _fallback(x: dict, unrelated: set[int] = frozenset()) -> tuple[int, str, str
             name = main_name(p["text"])
             if not name:        # the passage's first line when it is a short heading
                 first = clean_passage(p["text"]).split("\n")[0].strip()
-                name = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) else ""
+                name = first if 2 <= len(first.split()) <= 6 and not first.endswith((".", "?", ":")) \
+                    and title_name(first) else ""       # (no "What is List of Marvel Cinematic Universe films?")
             title, rank = name, (1 if name else None)
         if rank is not None and (best is None or rank < best[0]):
             best = (rank, i, as_written(title, p["text"]))      # "What is the Great Wall of China?"
