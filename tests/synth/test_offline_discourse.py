@@ -933,3 +933,13 @@ def test_a_named_storm_is_an_event():
     from agents.synth.offline.discourse import with_context
     assert with_context("What did the French armed forces fly?", "Hurricane Irma") == \
         "What did the French armed forces fly during Hurricane Irma?"
+
+
+def test_a_title_with_its_own_in_phrase_is_no_context_where_only_the_title_line_says_it():
+    # "Does the waste water percolate in the soil in Environmental issues in India?"
+    from agents.synth.offline.discourse import context_phrase
+    p = {"title": "Environmental issues in India", "text": "Environmental issues in India\nThe waste water percolates "
+                                                           "in the soil."}
+    assert context_phrase("Does the waste water percolate?", p, ["environmental issues in india"]) == ""
+    p = {"title": "Jack in the Box", "text": "Jack in the Box\nThe chain of Jack in the Box sells burgers."}
+    assert context_phrase("What does the chain sell?", p, ["jack in the box"]) == "Jack in the Box"

@@ -696,6 +696,9 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
     title = passage.get("title") or ""
     text = passage["text"][:4000] + "\n" + title     # the text's own wording first
     body = len(passage["text"][:4000])
+    head = passage["text"].split("\n", 1)[0]
+    # the passage's first line when it is its title (the MTRAG ClapNQ passages open with it): not its sentences
+    lead = len(head) if title and head.strip().lower() == title.strip().lower() else 0
     name = title_name(title)                          # the page as a thing to ask about
     page_key = norm_np(name or "-")
     for k in candidates:
@@ -709,7 +712,7 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue
         # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")
         inside = next((x for x in ms if re.search(r"[a-z,;] $", text[max(0, x.start() - 2):x.start()])), None)
-        if "in" in kw[1:-1] and not any(x.start() < body for x in ms):
+        if "in" in kw[1:-1] and not any(lead <= x.start() < body for x in ms):
             continue          # a page title with its own "in" phrase reads wrong after another one ("... in horses in
                               # warfare?", "... in Soviet Union in World War II?"); a name the text writes is kept
                               # ("... in Jack in the Box?")
