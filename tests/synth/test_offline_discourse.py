@@ -779,6 +779,10 @@ def test_a_follow_up_moves_on_to_a_related_passage_not_to_an_unrelated_one():
     # another page's unrelated passage only; the same page counts as related whatever its words
     assert questioning._unrelated([wall, silicon, border, other_wall], seg) == {1}
     assert questioning._unrelated([silicon], []) == set()
+    # after an unanswerable turn (no passage) the turn before it is the one to stay related to
+    unanswerable = {"question": "Who designed it?", "standalone_question": "Who designed the Berlin Wall?",
+                    "answer": "I could not find that.", "title": "", "gold_text": ""}
+    assert questioning._unrelated([wall, silicon, border, other_wall], seg + [unanswerable]) == {1}
     x = {"passages": [silicon, border], "segment": seg, "used_gold": ["w"], "attempt": 0,
          "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
          "discourse": {"pronoun": 0.5, "short": 0.35, "ellipsis": 0.1, "request": 0.35, "yesno": 0.5}}

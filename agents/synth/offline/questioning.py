@@ -210,7 +210,8 @@ def _unrelated(passages: list[dict], segment: list[dict]) -> set[int]:
     MiniLM cosine below ``UNRELATED_COSINE`` with the previous turn's gold passage. People move on to a related
     article: of the MTRAG ClapNQ follow-ups that change page, 9% have a passage below 0.2 with the previous
     one; the offline questioner without this rule 33% (whatever else the cluster held), with it 25%."""
-    prev = segment[-1] if segment else {}
+    # the last turn of the segment that has a passage (an unanswerable turn has none: the one before it counts)
+    prev = next((t for t in reversed(segment) if t.get("gold_text")), {})
     text = prev.get("gold_text") or ""
     if not text:
         return set()
