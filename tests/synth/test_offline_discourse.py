@@ -947,3 +947,21 @@ def test_a_title_with_its_own_in_phrase_is_no_context_where_only_the_title_line_
     assert context_phrase("Does the waste water percolate?", p, ["environmental issues in india"]) == ""
     p = {"title": "Jack in the Box", "text": "Jack in the Box\nThe chain of Jack in the Box sells burgers."}
     assert context_phrase("What does the chain sell?", p, ["jack in the box"]) == "Jack in the Box"
+
+
+def test_a_person_the_passage_names_is_no_context_even_when_the_answers_do_not_say_the_full_name():
+    # "What can you tell me about the next president in Adolf Hitler?", "What did Daniels and Roosevelt institute in
+    # Franklin D. Roosevelt?": the person's page title came through as the context
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "Who was appointed chancellor?", "standalone_question": "Who was appointed chancellor?",
+            "title": "Adolf Hitler", "answer": "Hitler was appointed chancellor in 1933.",
+            "gold_text": "Adolf Hitler\nAdolf Hitler was a German politician. Hitler was appointed chancellor in 1933. "
+                         "Hindenburg died in 1934."}]
+    got = context_candidates(seg)
+    assert not any("hitler" in c.split() for c in got), got
+    seg = [{"question": "Who was Romeo and Juliet written by?", "standalone_question":
+            "Who was Romeo and Juliet written by?", "title": "Romeo and Juliet",
+            "answer": "Romeo and Juliet was written by William Shakespeare.",
+            "gold_text": "Romeo and Juliet\nRomeo and Juliet is a tragedy written by William Shakespeare. Juliet "
+                         "falls in love with Romeo."}]
+    assert "romeo and juliet" in context_candidates(seg)      # a title that joins names is no person

@@ -799,3 +799,38 @@ def test_no_question_from_a_gallery_of_captions():
     assert not any("extend" in qa.question for qa in passage_questions("Marble Falls\n" + captions, "Marble Falls"))
     prose = "The library opened in the city hall in 1998, 2004 The Uptown Theater reopened, and the road extends westward."
     assert not infobox(prose)
+
+
+def test_a_kept_phrase_never_says_half_of_a_range_a_list_a_comparison_or_a_count():
+    # "What does the Hudson Valley comprise from the cities of Albany?", "What do many universities offer after the
+    # years?", "When did the yarn output ... decline from 419 million pounds?", "What do tidal waters influence from as
+    # far north?": the phrase kept in the question had lost its other half
+    texts = ["Many universities offer a B.Sc. degree after the first three or four years of study.",
+             "The Hudson Valley comprises the valley of the Hudson River, from the cities of Albany and Troy southward "
+             "to Yonkers in Westchester County.",
+             "The yarn output of the handloom industry, for example, declined from 419 million pounds in 1850 down to "
+             "240 million pounds in 1900.",
+             "Tidal waters influence the Hudson River from as far north as Troy."]
+    got = [qa.question for t in texts for qa in passage_questions(t, "")]
+    for bad in ("after the years", "from the cities of Albany?", "decline from 419", "from as far north?"):
+        assert not any(bad in q for q in got), (bad, got)
+    assert "What does the Hudson Valley comprise?" in got and "What do tidal waters influence?" in got
+    # a whole range, list or comparison stays
+    got = [qa.question for qa in passage_questions("The population of the town grew from 2,000 to 5,000 after the "
+                                                   "railway arrived in the valley in 1870.", "")]
+    assert any("grow" in q for q in got), got
+
+
+def test_no_aside_between_dashes_no_half_hyphenated_word_and_no_bare_noun_cut_from_its_of_phrase():
+    # "Who takes the Heart of the Ocean out in her possession all along?", "Did winning 1972 TV movie depict the story
+    # of the parents?", "What did Uzbeg raid in service?"
+    got = [qa.question for t in (
+        "Alone on the stern of Keldysh, Rose takes out the Heart of the Ocean -- in her possession all along -- and "
+        "drops it into the sea over the wreck site.",
+        "Bill Cosby's Emmy-winning 1972 TV movie, To All My Friends on Shore, depicted the story of the parents of a "
+        "child suffering from sickle cell disease.",
+        "The Mongols repeatedly raided Thrace in service of Bulgaria's war against Byzantium and Serbia.")
+        for qa in passage_questions(t, "")]
+    for bad in ("all along", "winning 1972", "in service"):
+        assert not any(bad in q for q in got), (bad, got)
+    assert "What does Rose take out?" in got and "What did the Mongols raid?" in got

@@ -456,6 +456,24 @@ def _people(segment: list[dict]) -> set[str]:
             if e.label_ == "PERSON"}
 
 
+def _passage_people(segment: list[dict]) -> set[str]:
+    """The people the segment's gold passages name (normalised, the passage's own entity labels): a person's page
+    is about a person ("Franklin D. Roosevelt", "Adolf Hitler" said "Hitler"), never a context."""
+    from agents.synth.offline.nlp import passage_doc
+    return {norm_np(e.text) for t in segment if t.get("gold_text")
+            for e in passage_doc(t["gold_text"]).ents if e.label_ == "PERSON"}
+
+
+def _a_person(k: str, people: set[str]) -> bool:
+    """Normalised phrase ``k`` is one of ``people``, a word of one of their names ("roosevelt"), or a person's full
+    name where they say the surname ("adolf hitler" for "hitler"; not a title that joins names: "romeo and juliet";
+    a multiword label is no surname: spaCy calls "Kubernetes Benchmark" a person)."""
+    kw = k.split()
+    # a first name before a surname the passage calls a person; not "Romeo and Juliet"
+    named = len(kw) in (2, 3) and not set(kw) & {"and", "of", "in", "the", "for", "on", "at", "to"}
+    return any(k == p or k in p.split() or (named and " " not in p and kw[-1] == p) for p in people if p)
+
+
 def refer_back(question: str, segment: list[dict]) -> str | None:
     """``question`` as a follow-up that refers back with a pronoun to one noun phrase the segment
     already mentioned (:func:`history_mentions`), or None when it names none or the result would
@@ -590,7 +608,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
     # multiword names the conversation mentioned (questions or answers), written with a capital
     which = _modifier_led(segment)
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2 and m not in which]
-    people = _people(segment)
+    people = _people(segment) | _passage_people(segment)
     said = _said_words(segment)
     questioned = _said_words([{"question": t.get("question") or ""} for t in segment])
     pages = 1 + len(segment)          # the focus and the page titles
@@ -605,7 +623,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
         if k and k not in out and k not in _GENERIC and content \
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
-                and not any(k == p or k in p.split() for p in people) \
+                and not _a_person(k, people) \
                 and not (len(k.split()) == 1 and rank >= pages and any(f" {k} " in f" {o} " for o in out)
                          and _only_inside_names(k, text)) \
                 and 2 * sum(w in heard for w in content) >= len(content):

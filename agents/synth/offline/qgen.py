@@ -248,6 +248,13 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     if len(toks) > max_words:
         keep = {head.i} | _modifiers(head, ("det", "compound", "poss", "amod", "nummod")) | of_kept
         toks = _contiguous([t for t in head.subtree if t.i in keep], head)
+        cut = {c.i for c in head.children if c.i < head.i} - {t.i for t in toks}
+        if any(head.doc[i].dep_ == "nummod" or head.doc[i].ent_type_ in ("ORDINAL", "CARDINAL") for i in cut):
+            return []       # a count or a rank cut from its noun: "the first three or four years" is no "the years"
+    if any(t.i > 0 and t.doc[t.i - 1].tag_ == "HYPH" and t.doc[t.i - 1].whitespace_ == ""
+           and t.i - 1 not in {x.i for x in toks} for t in toks[:1]):
+        return []           # half of a hyphenated word: "winning 1972 TV movie" of "Bill Cosby's Emmy-winning 1972 TV
+                            # movie"
     det = next((c for c in head.children if c.dep_ == "det" and c.i < head.i), None)
     if toks and det is not None and det.i < toks[0].i and (
             det.lower_ not in ("a", "an") or (head.tag_ not in ("NNS", "NNPS")
@@ -613,12 +620,35 @@ def _comp_tokens(c, limit: int) -> list | None:
         if c.lower_ in ("between", "among") and pobj.tag_ not in ("NNS", "NNPS") and \
                 not any(t.dep_ == "conj" for t in inner):
             return None         # "between" needs two: "between West Berlin and East Germany", not "between West Berlin"
+        if _half_said(c, inner):
+            return None
         toks = [c] + inner
     else:
         toks = [t for t in c.subtree if not t.is_space]
     if not toks or len(toks) > limit or any(t.text in "()[];:\"" for t in toks):
         return None
     return toks
+
+
+_RANGE_ENDS = {"to", "until", "till", "through", "down", "up"}
+
+
+def _half_said(prep, inner: list) -> bool:
+    """The phrase ``prep`` + ``inner`` (its object as kept) says half of something: a range cut before its end
+    ("from the cities of Albany (and Troy southward to Yonkers)", "declined from 419 million pounds (... down to 240
+    million)"), a comparison cut before its standard ("from as far north (as Troy)"), a bare noun cut from its "of" phrase ("in service")."""
+    kept = {t.i for t in inner}
+    if prep.lower_ == "from":
+        head = prep.head
+        if any(t.lower_ in _RANGE_ENDS and t.dep_ in ("prep", "quantmod") and t.i > prep.i and t.i not in kept
+               for t in head.subtree):
+            return True
+    pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
+    if pobj is not None and pobj.i in kept and not any(x.dep_ in ("det", "poss") for x in pobj.children) \
+            and any(x.dep_ == "prep" and x.lower_ == "of" and x.i not in kept for x in pobj.children):
+        return True     # a bare noun without its "of" phrase: "in service (of Bulgaria's war ...)"
+    return any(t.lower_ == "as" and t.dep_ == "advmod" for t in inner) and \
+        not any(t.lower_ in ("as", "than") and t.dep_ == "prep" for t in inner)
 
 
 def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
@@ -642,6 +672,9 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
             return None             # comparisons and asides do not survive losing their context
         if c.dep_ == "prep" and any(x.dep_ == "pobj" and x.lower_ in ("example", "instance") for x in c.children):
             continue                # "for example" introduces what the passage shows next: no part of the question
+        if c.dep_ == "prep" and c.i > 0 and c.doc[c.i - 1].text in ("--", "—", "–", "-", "("):
+            continue                # an aside between dashes: "takes out the Heart of the Ocean -- in her possession
+                                    # all along --" (no "Who takes ... out in her possession all along?")
         toks = _comp_tokens(c, 6)
         if toks is not None and (_points_back(toks) or any(t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
                                                            for t in toks)):
