@@ -965,3 +965,10 @@ def test_a_person_the_passage_names_is_no_context_even_when_the_answers_do_not_s
             "gold_text": "Romeo and Juliet\nRomeo and Juliet is a tragedy written by William Shakespeare. Juliet "
                          "falls in love with Romeo."}]
     assert "romeo and juliet" in context_candidates(seg)      # a title that joins names is no person
+
+
+def test_an_elided_name_leaves_the_phrases_own_possessive():
+    # "How do I generate or view credentials for the my instance?"
+    from agents.synth.offline.discourse import elide_given
+    assert elide_given("How do I generate or view credentials for my Netezza Performance Server instance?",
+                       ["netezza performance server"]) == "How do I generate or view credentials for my instance?"

@@ -834,3 +834,14 @@ def test_no_aside_between_dashes_no_half_hyphenated_word_and_no_bare_noun_cut_fr
     for bad in ("all along", "winning 1972", "in service"):
         assert not any(bad in q for q in got), (bad, got)
     assert "What does Rose take out?" in got and "What did the Mongols raid?" in got
+
+
+def test_a_name_all_of_whose_words_are_capitalised_keeps_its_first_capital_at_a_sentence_start():
+    # "Did one Piece make its U.S. premiere ...?", "What can natural Language Understanding analyze ...?"
+    got = [qa.question for t in ("One Piece is a manga series. One Piece made its premiere in 2004.",
+                                 "Natural Language Understanding can analyze the text in context.",
+                                 "Three Japanese soldiers were killed in the attack in 1944.")
+           for qa in passage_questions(t, "")]
+    assert "Did One Piece make its premiere in 2004?" in got and \
+        "What can Natural Language Understanding analyze?" in got, got
+    assert "Were three Japanese soldiers killed in the attack in 1944?" in got, got   # a count stays lower case

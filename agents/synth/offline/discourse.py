@@ -575,7 +575,9 @@ def elide_given(question: str, phrases: list[str]) -> str | None:
             kept = [t.text for t in pre if t not in run] + [root.text]
             if kept[0].lower() in _QUANTIFIERS or not any(w.isalpha() for w in kept):
                 continue
-            text = finish(f"{question[:c.start_char]}the {' '.join(kept)}{question[c.end_char:]}".strip())
+            # the phrase's own possessive stays its determiner ("my instance", not "the my instance")
+            det = "" if pre and pre[0].tag_ in ("PRP$", "WP$") and pre[0] not in run else "the "
+            text = finish(f"{question[:c.start_char]}{det}{' '.join(kept)}{question[c.end_char:]}".strip())
             if says_something(text) and well_formed(text, followup=True) is None:
                 return text
     return None

@@ -182,6 +182,10 @@ def _name_start(tokens: list) -> bool:
     """The phrase opens with a name whose first word is no noun ("One Piece"): a capitalised
     word the passage also writes with a capital inside a sentence, followed by a capitalised name word."""
     t = tokens[0]
+    if len(tokens) > 1 and t.pos_ in ("NUM", "ADJ") and t.text[:1].isupper() and t.text[1:].islower() \
+            and all(x.text[:1].isupper() and x.pos_ == "PROPN" and x.ent_type_ != "NORP" for x in tokens[1:]):
+        return True         # a name all of whose words are capitalised ("One Piece", "Natural Language Understanding");
+                            # not a count or a quality of people or things ("Three Japanese soldiers", "Many Americans")
     return len(tokens) > 1 and t.pos_ in ("NUM", "ADJ", "VERB") and t.text[:1].isupper() \
         and tokens[1].text[:1].isupper() and tokens[1].pos_ == "PROPN" and t.text in _case_vocab(t.doc)[1]
 
