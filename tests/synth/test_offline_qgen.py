@@ -845,3 +845,15 @@ def test_a_name_all_of_whose_words_are_capitalised_keeps_its_first_capital_at_a_
     assert "Did One Piece make its premiere in 2004?" in got and \
         "What can Natural Language Understanding analyze?" in got, got
     assert "Were three Japanese soldiers killed in the attack in 1944?" in got, got   # a count stays lower case
+
+
+def test_no_question_from_an_infinitive_fragment_a_misparsed_coordination_or_a_reason_without_its_clause():
+    # "What to Virtual Network Functions support?", "What does the Fleiss Kappa score reach at 1 and worst value at
+    # 0?", "Is one reason for cluster maintenance?" (Cloud passages)
+    for text in ("Virtual Network Functions in combination with a Network Load Balancers to support a high "
+                 "availability and scalability.",
+                 "The Fleiss Kappa score reaches its best value at 1 and worst value at 0.",
+                 "One reason that an agent might be paused is for cluster maintenance."):
+        assert [qa.question for qa in passage_questions(text, "")] == [], text
+    assert "What does the code create?" in [qa.question for qa in passage_questions(
+        "The code creates a database for you with some indexes (by date and by tag) and some sample data.", "")]

@@ -291,7 +291,7 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
 
 
 # nouns whose content is their complement clause ("a tendency to ...", "the ability to ...", "a habit of ...ing")
-_COMPLEMENT_HEADS = {"tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need", "decision",
+_COMPLEMENT_HEADS = {"reason", "tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need", "decision",
                      "plan", "attempt", "effort", "desire", "way", "opportunity", "power", "freedom", "permission",
                      "authority", "intention", "wish", "willingness", "failure", "refusal", "obligation", "option",
                      "possibility", "reluctance", "tradition", "practice", "goal", "aim", "task", "job", "mission",
@@ -589,6 +589,9 @@ def read_clause(sent) -> Clause | None:
                         # as "[There are] two Friends themed cafes" (no "Where did two Friends theme cafes?")
     subj = subjs[0] if subjs else None
     auxes = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.i < root.i]
+    if any(a.tag_ == "TO" for a in auxes):
+        return None     # an infinitive is no clause: "Virtual Network Functions in combination with ... to support a
+                        # high availability" (no "What to Virtual Network Functions support?")
     passive = any(c.dep_ == "auxpass" for c in root.children)
     comps = []
     for c in root.children:
@@ -666,6 +669,11 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
                                     # Sita, the Sanskrit word for furrow" -> "Was the child named Sita the Sanskrit word?")
     if any(c.dep_ == "dobj" and _stray_object(clause.verb, c) for c in clause.comps):
         return None                 # a misparsed object: "deals with Luffy ..., and Big Mom's family"
+    if any(len({t.i for t in c.subtree}) != c.right_edge.i - c.left_edge.i + 1 for c in clause.comps):
+        return None                 # a complement whose words interleave with another's is a misparse
+    if any(t.dep_ == "conj" and (t.pos_ == "NUM") != (t.head.pos_ == "NUM") for c in clause.comps for t in c.subtree):
+        return None                 # so is a number coordinated with a word: "reaches its best value at 1 and worst
+                                    # value at 0" read as "at (1 and worst) value"
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
