@@ -972,3 +972,19 @@ def test_an_elided_name_leaves_the_phrases_own_possessive():
     from agents.synth.offline.discourse import elide_given
     assert elide_given("How do I generate or view credentials for my Netezza Performance Server instance?",
                        ["netezza performance server"]) == "How do I generate or view credentials for my instance?"
+
+
+def test_an_opening_question_names_something(monkeypatch):
+    # "What does the law require?", "How many plays were directed?": openers that name nothing, where the passage
+    # had a question about something named
+    import agents.synth.offline.questioning as questioning
+    assert questioning.vague("What does the law require?") and questioning.vague("How many plays were directed?")
+    assert not questioning.vague("When did Japanese officials leave for Manila?")
+    assert not questioning.vague("What is Escape 2 Africa?")
+    assert questioning.vague("When were the gates opened in 1644?")          # a date names nothing
+    donation = {"doc_id": "e1", "title": "Egg donation", "text": "Egg donation\nThe law requires a waiting period "
+                "of six months. In 2005, the FDA introduced new tissue rules for egg donors."}
+    opener = questioning.ask({"passages": [donation], "segment": [], "used_gold": []})[1]
+    assert not questioning.vague(opener), opener
+    monkeypatch.setattr(questioning, "VAGUE_OPENER_COST", 0.0)
+    assert questioning.vague(questioning.ask({"passages": [donation], "segment": [], "used_gold": []})[1])

@@ -149,6 +149,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                     s += 0.3                     # an opening question with a topic to come back to
                 if names_subject(qa.question, subjects[i]):
                     s += OPENER_NAMES_BONUS      # an opening question says what it is about
+                elif vague(qa.question):
+                    s -= VAGUE_OPENER_COST       # and names something: "What does the law require?" opens nothing
             if rare is not None:
                 s -= rare(qa.question)               # words the asker would not have
             n = len(qa.question.split())
@@ -227,6 +229,7 @@ def _unrelated(passages: list[dict], segment: list[dict]) -> set[int]:
 
 UNRELATED_COSINE = 0.2       # below this MiniLM cosine with the previous turn's passage, a passage is unrelated
 OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
+VAGUE_OPENER_COST = 1.0      # ranking points: an opening question that names nothing at all (:func:`vague`)
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
@@ -336,6 +339,18 @@ def names_subject(question: str, names: list[list[str]]) -> bool:
     built?"), not with "When were the gates opened?"; the follow-ups can then leave it implicit."""
     qw = set(words(question))
     return any(2 * sum(w in qw for w in ws) >= len(ws) for ws in names)
+
+
+_UNNAMING = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONEY"}
+
+
+def vague(question: str) -> bool:
+    """The question names nothing: no proper noun and no named entity past its first word other than a date or a
+    number ("What does the law require?", "How many plays were directed?", "What do the families of individuals
+    have?"). People open a conversation with what they ask about; a follow-up may be vague, the conversation says
+    what it is about."""
+    doc = parse(question)
+    return not any(t.i > 0 and (t.pos_ == "PROPN" or (t.ent_type_ and t.ent_type_ not in _UNNAMING)) for t in doc)
 
 
 def _may_add_it(question: str) -> bool:
