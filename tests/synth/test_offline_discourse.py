@@ -989,3 +989,14 @@ def test_an_opening_question_names_something(monkeypatch):
     assert not questioning.vague(opener), opener
     monkeypatch.setattr(questioning, "VAGUE_OPENER_COST", 0.0)
     assert questioning.vague(questioning.ask({"passages": [donation], "segment": [], "used_gold": []})[1])
+
+
+def test_a_title_that_starts_with_the_keeps_its_capital_in_a_rewrite():
+    # "When did the season premiere in the Office?": the passage writes "The Office" inside its sentences
+    from agents.synth.offline.discourse import context_phrase
+    p = {"title": "The Office (U.S. season 9)", "text": "The Office (U.S. season 9)\nThe ninth season of The Office "
+         "premiered on NBC. The season was the last of the series."}
+    assert context_phrase("When did the season premiere?", p, ["office"]) == "The Office"
+    p = {"title": "Berlin Wall", "text": "Berlin Wall\nThe Berlin Wall was a guarded barrier. Construction of the "
+                                         "Berlin Wall began in 1961."}
+    assert context_phrase("When did construction begin?", p, ["berlin wall"]) == "the Berlin Wall"

@@ -758,7 +758,7 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             continue          # a common noun phrase with a sentence's capital: "Unpopular Byzantine governors" is no name
         if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
             # the article the passage writes before it ("the Byzantine Empire")
-            return ("the " + found) if _with_article(ms, text) else found
+            return (_the(found, text) + found) if _with_article(ms, text) else found
         if page and len(kw) == 1:
             if _names_something(name, text):
                 return name                      # a name the sentences capitalise ("Friends", not "the friends")
@@ -793,7 +793,7 @@ def _as_phrase(found: str, text: str, history: str) -> str:
         found = ws[0].lower() + found[len(ws[0]):]
         return ("the " + found) if _with_article(inside, both) or ws[1].lower() == "of" else found
     if _with_article(ms, both):
-        return "the " + found
+        return _the(found, both) + found
     if any(m.start() >= 1 and both[m.start() - 1] in " (" and re.search(r"\b(?:in|of|from|to|by|with|and|for|on|at) $",
                                                                        both[max(0, m.start() - 5):m.start()])
            for m in inside):
@@ -803,8 +803,14 @@ def _as_phrase(found: str, text: str, history: str) -> str:
         return "the " + ws[0].lower() + found[len(ws[0]):]     # a title's sentence case: "the economy of India"
     head = ws[lowered.index("of") - 1] if "of" in lowered[1:] else ws[-1]
     if head[:1].isupper() and (head.lower() in _THE_HEADS or re.fullmatch(r"[A-Z][a-z]+[^s']s", head)):
-        return "the " + found
+        return _the(found, both) + found
     return found
+
+
+def _the(name: str, text: str) -> str:
+    """"The " where the text writes the article of ``name`` with a capital inside a sentence (a title that starts
+    with it: "season of The Office", "in The Mother"), else "the "."""
+    return "The " if re.search(r"[a-z,;] The " + re.escape(name) + r"\b", text) else "the "
 
 
 def _article_as_written(noun: str, text: str) -> str:
