@@ -1000,3 +1000,12 @@ def test_a_title_that_starts_with_the_keeps_its_capital_in_a_rewrite():
     p = {"title": "Berlin Wall", "text": "Berlin Wall\nThe Berlin Wall was a guarded barrier. Construction of the "
                                          "Berlin Wall began in 1961."}
     assert context_phrase("When did construction begin?", p, ["berlin wall"]) == "the Berlin Wall"
+
+
+def test_a_context_name_with_a_possessive_is_found_in_its_passage():
+    # "What does a dynamic mutation produce?" on the page Huntington's disease was asked in full: the normalised
+    # candidate "huntingtons disease" never matched the passage's "Huntington's disease"
+    from agents.synth.offline.discourse import context_phrase
+    p = {"title": "Huntington's disease", "text": "Huntington's disease\nHuntington's disease (HD) is an inherited "
+         "disorder. A dynamic mutation produces longer repeats in HD."}
+    assert context_phrase("What does a dynamic mutation produce?", p, ["huntingtons disease"]) == "Huntington's disease"

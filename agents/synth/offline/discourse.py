@@ -727,7 +727,7 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             return ""         # the question already names it (half of its words or more), and it is more salient
                               # than any context left to add: "How do I secure the web chat?" in a conversation
                               # about the web chat needs no "... in RSA signature?" from the last answer
-        ms = list(phrase_pattern(kw).finditer(text))
+        ms = list(_name_pattern(kw).finditer(text))
         if not ms:
             continue
         # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")
@@ -773,6 +773,14 @@ _THE_HEADS = frozenset("""wall empire states kingdom republic union court ages u
 church army navy party league association federation council senate parliament congress station guild award awards
 prize cup bowl series war revolution movement dynasty confederacy commonwealth emirates islands mountains alps desert
 valley basin peninsula strait channel institute foundation museum tower bridge""".split())
+
+
+def _name_pattern(kw: list[str]) -> re.Pattern:
+    """:func:`~agents.synth.text.phrase_pattern` for a normalised candidate, whose possessives lost their apostrophe
+    ("huntingtons disease" matches "Huntington's disease", "womens association football" "Women's association
+    football")."""
+    parts = [re.escape(w[:-1]) + r"['’]?s" if len(w) > 3 and w.endswith("s") else re.escape(w) for w in kw]
+    return re.compile(r"(?<![\w-])" + r"[\W_]+".join(parts) + r"(?![\w-])", re.IGNORECASE)
 
 
 def _as_phrase(found: str, text: str, history: str) -> str:
