@@ -857,3 +857,12 @@ def test_no_question_from_an_infinitive_fragment_a_misparsed_coordination_or_a_r
         assert [qa.question for qa in passage_questions(text, "")] == [], text
     assert "What does the code create?" in [qa.question for qa in passage_questions(
         "The code creates a database for you with some indexes (by date and by tag) and some sample data.", "")]
+
+
+def test_a_numbered_step_is_no_task():
+    # "How do I step 3 in it?" from "If you already have an Cloud Functions instance, go to step 3."
+    got = [qa.question for qa in passage_questions("If you already have an Cloud Functions instance, go to step 3. "
+                                                   "Create a Namespace.", "")]
+    assert not any("step 3" in q for q in got), got
+    assert "How do I create a bucket?" in [qa.question for qa in passage_questions(
+        "To create a bucket, click Create bucket in the console.", "")]

@@ -892,6 +892,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     if to_cl is not None and clause.subj is None and to_cl.dep_ == "xcomp" and v.lemma_.lower() in _TASK_AS_COMPLEMENT:
         return out      # "Try again to import the skill" says to do the task, not how: no "How do I import ...?"
                         # (with a subject the clause is a statement: "The service continues to support legacy keys")
+    if to_cl is not None and any(x.like_num for x in to_cl.rights) and to_cl.i + 1 < len(sent.doc) \
+            and sent.doc[to_cl.i + 1].like_num:
+        return out      # a numbered label misread as a verb: "go to step 3" gives no "How do I step 3?"
     if to_cl is not None and clause.subj is None and v.tag_ == "VB" and to_cl.tag_ == "VB" and to_cl.lemma_ != "be":
         inside, depth = set(), 0
         for t in to_cl.subtree:         # a bracketed aside goes with its brackets: "a JSON Web Token (JWT)"
