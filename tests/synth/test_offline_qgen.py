@@ -866,3 +866,20 @@ def test_a_numbered_step_is_no_task():
     assert not any("step 3" in q for q in got), got
     assert "How do I create a bucket?" in [qa.question for qa in passage_questions(
         "To create a bucket, click Create bucket in the console.", "")]
+
+
+def test_the_pages_kind_named_by_its_title_is_the_page_in_a_question():
+    # "Does the river flow through Brazil and Peru?" on the Amazon River page: the question neither said what it is
+    # about nor gave a rewrite that does; the title's own head says what "the river" is
+    from agents.synth.offline.qgen import page_subject
+    amazon = "Amazon River\nIt is the largest river by discharge volume in the world. The river flows through Brazil."
+    assert page_subject(amazon, "Amazon River") == ("the Amazon River", frozenset({"river"}))
+    assert "Does the Amazon River flow through Brazil?" in [qa.question for qa in passage_questions(amazon,
+                                                                                                     "Amazon River")]
+    hd = "Huntington's disease\nThe disease is caused by a mutation in the HTT gene."
+    assert "Is Huntington's disease caused by a mutation?" in [qa.question for qa in passage_questions(
+        hd, "Huntington's disease")]
+    # another river named in the passage makes "the river" ambiguous; a head never written in lower case is no kind
+    napo = "Amazon River\nThe Napo River joins the Amazon. The river flows through Ecuador."
+    assert page_subject(napo, "Amazon River") is None
+    assert page_subject("North America\nThe continent is bordered by the Arctic Ocean.", "North America") is None

@@ -1178,8 +1178,40 @@ def page_subject(text: str, title: str, sents: list | None = None) -> tuple[str,
             kinds.add(attr.lower_)
             break
     if not kinds:
+        head = _title_kind(name, text)
+        if head:
+            kinds.add(head)
+    if not kinds:
         return None
+    if not said and not dis:
+        from agents.synth.offline.discourse import _as_phrase
+        said = _as_phrase(name, text, "")     # "the Amazon River", "Operation Barbarossa", "Huntington's disease"
     return said or as_written(name, text), frozenset(kinds)
+
+
+def _title_kind(name: str, text: str) -> str | None:
+    """The kind of thing a named page's title says it is, by its own common-noun head ("Amazon River" -> "river",
+    "Berlin Wall" -> "wall", "Huntington's disease" -> "disease", "Operation Barbarossa" -> "operation"), when the text
+    writes that noun in lower case and names no other thing of that kind ("the Napo River": "the river" would be
+    ambiguous). None otherwise (a one-word name, a head the text never writes in lower case: "North America")."""
+    ws = name.split()
+    if len(ws) < 2 or len(ws) > 5 or re.search(r"\b(?:of|in|and|for|on)\b", name, re.IGNORECASE):
+        return None
+    head = ws[0] if _EVENT_OF.match(name) else ws[-1]
+    key = head.lower()
+    if not key.isalpha() or len(key) < 3 or key in _NO_KIND or not re.search(rf"\b[Tt]he {key}\b", text):
+        return None
+    if parse(f"the {key}")[1].pos_ != "NOUN":
+        return None
+    cap = r"(?!The\b)[A-Z][\w'’-]*"         # a capitalised word of a name (not a sentence's "The")
+    others = {m.group(0) for m in re.finditer(rf"(?:{cap}[ \t]+)+{re.escape(head)}\b" if head is ws[-1]
+                                               else rf"\b{re.escape(head)}(?:[ \t]+{cap})+", text)}
+    if any(o != re.sub(r"^The\s+", "", name) for o in others):
+        return None
+    return key
+
+
+_EVENT_OF = re.compile(r"^(?:operation|battle|siege|invasion|hurricane|typhoon|cyclone|treaty|act) ", re.IGNORECASE)
 
 
 _CURRENCY = re.compile(r"[$€£¥₹]|\b(?:[A-Z]{2,3}\$|dollars?|euros?|pounds?|sterling|yen|yuan|renminbi|rupees?|cents?|pence|"
