@@ -1009,3 +1009,17 @@ def test_a_context_name_with_a_possessive_is_found_in_its_passage():
     p = {"title": "Huntington's disease", "text": "Huntington's disease\nHuntington's disease (HD) is an inherited "
          "disorder. A dynamic mutation produces longer repeats in HD."}
     assert context_phrase("What does a dynamic mutation produce?", p, ["huntingtons disease"]) == "Huntington's disease"
+
+
+def test_a_rewrite_names_in_full_what_its_passage_calls_by_a_shorter_name():
+    # "Did it develop a mixed relationship?" was rewritten "Did the Empire develop a mixed relationship?" in a
+    # conversation about the Byzantine Empire: no standalone question
+    from agents.synth.offline.discourse import full_name
+    from agents.synth.offline.qgen import passage_questions
+    text = "The Byzantine Empire lasted a thousand years. The Empire developed a mixed relationship with the West."
+    qa = next(q for q in passage_questions(text, "") if q.question == "Did the Empire develop a mixed relationship?")
+    assert full_name(qa, ["byzantine empire"], text, "") == "Did the Byzantine Empire develop a mixed relationship?"
+    # where the passage names another thing of the kind, "the river" is left as it is
+    text = "The Delaware River lies to the south. The Hudson River is long. The river is named after Henry Hudson."
+    qa = next(q for q in passage_questions(text, "") if q.topic == "the river")
+    assert full_name(qa, ["hudson river"], text, "") is None

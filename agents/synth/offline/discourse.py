@@ -229,6 +229,31 @@ def coreferable(qa: QA, topics: list[str]) -> int | None:
     return None
 
 
+def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
+    """``qa``'s question with its subject, a shorter form of a segment topic ("the river", "the Empire": the passage's
+    wording), replaced by the topic's full name as the passage writes it ("the Hudson River", "the Byzantine Empire"):
+    the standalone form of a follow-up names what it asks about. Only where the passage names the topic and no other
+    thing with the same head ("the Delaware River" beside "the Hudson River" leaves "the river" as it is); None when
+    nothing applies or the result is not well formed."""
+    if not qa.template or not qa.topic or "{T}" not in qa.template:
+        return None
+    t = norm_np(qa.topic)
+    full = next((s for s in topics[:6] if len(s.split()) > len(t.split()) and s.endswith(" " + t)), None)
+    if full is None:
+        return None
+    ms = list(_name_pattern(full.split()).finditer(text))
+    if not ms:
+        return None
+    head = re.escape(qa.topic.split()[-1])
+    named = {norm_np(m.group(0)) for m in re.finditer(rf"(?:(?!The\b)[A-Z][\w'’-]*[ \t]+)+(?i:{head})\b", text)}
+    if any(n != full for n in named):
+        return None       # another thing of the kind: which one "the river" is, the passage does not settle
+    found = next((m.group(0) for m in ms if m.group(0)[:1].isupper()), ms[0].group(0))
+    name = _as_phrase(re.sub(r"\s+", " ", found), text, history)
+    q = finish(qa.template.replace("{T}", name))
+    return q if well_formed(q) is None and q != qa.question else None
+
+
 def _common_noun(word: str) -> bool:
     """``word`` in lower case reads as a common noun ("the flag is here"), not a name."""
     return parse(f"the {word.lower()} is here")[1].tag_ in ("NN", "NNS")

@@ -51,7 +51,8 @@ from agents.synth.offline import compare
 from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
-                                            coreferable, elide_given, history_mentions, history_text, main_name,
+                                            coreferable, elide_given, full_name, history_mentions, history_text,
+                                            main_name,
                                             mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
@@ -249,6 +250,10 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
     standalone = with_context(qa.question, ctx) if ctx else qa.question
     if well_formed(standalone) is not None:
         standalone = qa.question
+    if not ctx:
+        # "Is the river named after Henry Hudson?" is no standalone question where the conversation is about the
+        # Hudson River: the rewrite names it
+        standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or standalone
     asked, form = render(qa, segment, shares, u)
     if form == "explicit" and standalone != qa.question:
         # the context is referred to with a pronoun ("... in it?") or left implicit with the
