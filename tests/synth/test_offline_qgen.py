@@ -883,3 +883,24 @@ def test_the_pages_kind_named_by_its_title_is_the_page_in_a_question():
     napo = "Amazon River\nThe Napo River joins the Amazon. The river flows through Ecuador."
     assert page_subject(napo, "Amazon River") is None
     assert page_subject("North America\nThe continent is bordered by the Arctic Ocean.", "North America") is None
+
+
+def test_no_verb_as_a_subject_and_no_antecedent_that_needs_one():
+    # "Did exemplifies write the special quality of her mind?"; "What does its rotation period present to the
+    # planet?" ("it" resolved to the sentence before's subject, itself "its rotation period")
+    got = [qa.question for qa in passage_questions(
+        'In 1936 Allen Tate wrote, "(The poem) exemplifies better than anything else (Dickinson) wrote the special '
+        'quality of her mind...', "")]
+    assert not any("exemplifies" in q for q in got), got
+    got = [qa.question for qa in passage_questions(
+        "The Moon is in synchronous rotation. Its rotation period is the same as its orbital period. As a result, it "
+        "always presents the same face to the planet.", "")]
+    assert not any("its rotation period" in q.lower() for q in got), got
+
+
+def test_a_name_whose_question_says_his_is_asked_with_he():
+    # "Why has it contributed music to his films?" for Eastwood
+    from agents.synth.offline.discourse import _pronoun_form
+    qa = next(q for q in passage_questions("Clint Eastwood is an American actor. Eastwood has contributed music to his "
+                                           "films since the 1980s.", "") if q.question.startswith("What has Eastwood"))
+    assert _pronoun_form(qa) == "What has he contributed to his films since the 1980s"

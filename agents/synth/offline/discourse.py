@@ -284,6 +284,13 @@ def _pronoun_form(qa: QA) -> str | None:
         p = POSS[kind] if kind != "PERSON" else {"she": "her", "he": "his"}.get(qa.extra.get("gender"), "their")
         return qa.template.replace(poss.group(0), f"{p} {poss.group(1)}")
     tmpl = qa.template
+    if kind == "SING" and qa.topic[:1].isupper() and not qa.topic.lower().startswith(("the ", "a ", "an ")):
+        # a name the tagger took for a thing, whose own question says "his" or "her" of it: a person ("Why has
+        # Eastwood contributed music to his films?" -> "Why has he ...", not "Why has it ...")
+        said = re.findall(r"\b(his|him|himself|her|herself)\b", tmpl, re.IGNORECASE)
+        if said:
+            return tmpl.replace("{T}", ("him" if qa.topic_role == "obj" else "he") if said[0].lower().startswith("hi")
+                                else ("her" if qa.topic_role == "obj" else "she"))
     if kind == "PERSON":
         g = qa.extra.get("gender", "they")
         if g == "they":

@@ -503,6 +503,8 @@ _LABELS = {"optional", "required", "note", "notes", "important", "tip", "tips", 
 def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     """The subject's NP tokens (or the antecedent NP's text for a pronoun) and its kind."""
     low = subj.lower_
+    if subj.pos_ in ("VERB", "AUX") and subj.tag_ in ("VBZ", "VBD", "VBP", "VB"):
+        return None     # a finite verb parsed as the subject: "... exemplifies ..." gives no "Did exemplifies write ...?"
     if low in PRONOUNS:
         if low in ("he", "she"):
             ant = antecedents.get("PERSON")
@@ -1127,6 +1129,8 @@ def _antecedent_update(sent, antecedents: dict) -> None:
             toks = []
         if _points_back(toks):
             toks = []       # "... of these regions": no antecedent to name for a later "they"
+        if any(t.dep_ == "poss" and t.lower_ in PRONOUNS | {"its", "their", "his", "her"} for t in toks):
+            toks = []       # "its rotation period" names nothing without what "its" is: no antecedent for a later "it"
         if toks and len(toks) <= 6:
             kind = _kind(subj)
             antecedents[kind] = " ".join(_lower_first(toks))
