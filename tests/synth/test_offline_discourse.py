@@ -1023,3 +1023,19 @@ def test_a_rewrite_names_in_full_what_its_passage_calls_by_a_shorter_name():
     text = "The Delaware River lies to the south. The Hudson River is long. The river is named after Henry Hudson."
     qa = next(q for q in passage_questions(text, "") if q.topic == "the river")
     assert full_name(qa, ["hudson river"], text, "") is None
+
+
+def test_a_shorter_name_of_another_thing_of_the_kind_is_not_the_conversations_topic():
+    # "Is it named after Henry Hudson?" in a conversation about the Delaware River, from a passage about the Hudson
+    import agents.synth.offline.questioning as questioning
+    from agents.synth.offline.discourse import misrefers
+    from agents.synth.offline.qgen import passage_questions
+    text = "The Hudson River flows south to New York. The river is named after Henry Hudson."
+    qa = next(q for q in passage_questions(text, "") if q.topic == "the river")
+    assert misrefers(qa, "delaware river", text) and not misrefers(qa, "hudson river", text)
+    seg = [{"question": "Where does the Delaware River rise?", "standalone_question": "Where does the Delaware River "
+            "rise?", "answer": "In the Catskill Mountains. The Delaware River rises in the Catskill Mountains.",
+            "title": "Delaware River", "gold_text": "The Delaware River rises in the Catskill Mountains."}]
+    asked, standalone, _ = questioning._follow_up(qa, 0, [{"doc_id": "h", "title": "Hudson River", "text": text}], seg,
+                                                  ["delaware river"], [], questioning.DiscourseShares(), [])
+    assert "it" not in asked.lower().split() and asked == standalone, (asked, standalone)

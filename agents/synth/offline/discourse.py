@@ -229,6 +229,18 @@ def coreferable(qa: QA, topics: list[str]) -> int | None:
     return None
 
 
+def misrefers(qa: QA, topic: str, text: str) -> bool:
+    """``qa``'s subject is a shorter form of segment topic ``topic`` ("the river" of "delaware river") but its passage
+    names other things of the kind and not that one ("the Hudson River"): there "the river" is another river, and a
+    follow-up asking "it" would refer to the wrong one."""
+    t = norm_np(qa.topic or "")
+    if not t or t == topic or not topic.endswith(" " + t) or _name_pattern(topic.split()).search(text):
+        return False
+    head = re.escape((qa.topic or "").split()[-1])
+    return any(norm_np(m.group(0)) != topic
+               for m in re.finditer(rf"(?:(?!The\b)[A-Z][\w'’-]*[ \t]+)+(?i:{head})\b", text))
+
+
 def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
     """``qa``'s question with its subject, a shorter form of a segment topic ("the river", "the Empire": the passage's
     wording), replaced by the topic's full name as the passage writes it ("the Hudson River", "the Byzantine Empire"):

@@ -52,7 +52,7 @@ from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
                                             coreferable, elide_given, full_name, history_mentions, history_text,
-                                            main_name,
+                                            main_name, misrefers,
                                             mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
@@ -138,6 +138,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
             s = qa.score + (1.0 if p["doc_id"] not in used or same_page else 0.0)
             if segment:
                 rank = coreferable(qa, topics)
+                if rank is not None and misrefers(qa, topics[rank], p["text"]):
+                    rank = None                      # "the river" of another river than the conversation's
                 if rank is not None:
                     s += 2.5 - 0.1 * rank            # stay on the segment's focus
                 else:
@@ -254,6 +256,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         # "Is the river named after Henry Hudson?" is no standalone question where the conversation is about the
         # Hudson River: the rewrite names it
         standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or standalone
+    rank = coreferable(qa, topics)
+    if rank is not None and misrefers(qa, topics[rank], passages[i]["text"]):
+        return qa.question, standalone, False       # asked in full: "it" would be the conversation's river
     asked, form = render(qa, segment, shares, u)
     if form == "explicit" and standalone != qa.question:
         # the context is referred to with a pronoun ("... in it?") or left implicit with the
