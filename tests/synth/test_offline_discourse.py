@@ -1039,3 +1039,12 @@ def test_a_shorter_name_of_another_thing_of_the_kind_is_not_the_conversations_to
     asked, standalone, _ = questioning._follow_up(qa, 0, [{"doc_id": "h", "title": "Hudson River", "text": text}], seg,
                                                   ["delaware river"], [], questioning.DiscourseShares(), [])
     assert "it" not in asked.lower().split() and asked == standalone, (asked, standalone)
+
+
+def test_a_task_or_a_compound_noun_is_no_vague_opener():
+    # the vague-opener cost had turned Cloud openers from "How do I create a lock on the current secret version?" to
+    # "How do I create locks with the API?" (API: a proper noun); a manual's things are named by compounds
+    import agents.synth.offline.questioning as questioning
+    assert not questioning.vague("How do I create a lock on the current secret version?")
+    assert not questioning.vague("What does the dialog skill orchestrate?")
+    assert questioning.vague("What do many countries have?")

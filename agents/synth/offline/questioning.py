@@ -355,12 +355,16 @@ _UNNAMING = {"DATE", "TIME", "CARDINAL", "ORDINAL", "QUANTITY", "PERCENT", "MONE
 
 
 def vague(question: str) -> bool:
-    """The question names nothing: no proper noun and no named entity past its first word other than a date or a
-    number ("What does the law require?", "How many plays were directed?", "What do the families of individuals
-    have?"). People open a conversation with what they ask about; a follow-up may be vague, the conversation says
+    """The question names nothing: no proper noun, no named entity past its first word other than a date or a number,
+    and no noun compound ("What does the law require?", "How many plays were directed?", "What do the families of
+    individuals have?"; not "What does the dialog skill orchestrate?", a manual's thing, nor a task: "How do I lock
+    secrets?"). People open a conversation with what they ask about; a follow-up may be vague, the conversation says
     what it is about."""
+    if question.startswith("How do I "):
+        return False        # a task says what it is about: "How do I create a lock on the current secret version?"
     doc = parse(question)
-    return not any(t.i > 0 and (t.pos_ == "PROPN" or (t.ent_type_ and t.ent_type_ not in _UNNAMING)) for t in doc)
+    return not any(t.i > 0 and (t.pos_ == "PROPN" or (t.ent_type_ and t.ent_type_ not in _UNNAMING)
+                                or (t.dep_ == "compound" and t.pos_ == "NOUN")) for t in doc)
 
 
 def _may_add_it(question: str) -> bool:
