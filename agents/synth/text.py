@@ -41,10 +41,14 @@ def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in sw and len(w) > 2 and not w.isdigit()]
 
 
-def phrase_pattern(words_: list[str], flags: int = re.IGNORECASE) -> re.Pattern:
+def phrase_pattern(words_: list[str], flags: int = re.IGNORECASE, possessive: bool = False) -> re.Pattern:
     """A regex for the phrase ``words_`` written as whole words with any spacing or punctuation between them
-    ("Berlin Wall" matches "the Berlin  Wall", not "Berlin Walls" nor "East-Berlin Wall")."""
-    return re.compile(r"(?<![\w-])" + r"[\W_]+".join(map(re.escape, words_)) + r"(?![\w-])", flags)
+    ("Berlin Wall" matches "the Berlin  Wall", not "Berlin Walls" nor "East-Berlin Wall"). ``possessive``: the words
+    come normalised, their apostrophes dropped, and a word ending in "s" (4+ letters) also matches its possessive
+    ("huntingtons disease" matches "Huntington's disease")."""
+    parts = [re.escape(w[:-1]) + r"['’]?s" if possessive and len(w) > 3 and w.endswith("s") else re.escape(w)
+             for w in words_]
+    return re.compile(r"(?<![\w-])" + r"[\W_]+".join(parts) + r"(?![\w-])", flags)
 
 
 def overlap(a: str, b: str) -> float:

@@ -234,11 +234,17 @@ def misrefers(qa: QA, topic: str, text: str) -> bool:
     names other things of the kind and not that one ("the Hudson River"): there "the river" is another river, and a
     follow-up asking "it" would refer to the wrong one."""
     t = norm_np(qa.topic or "")
-    if not t or t == topic or not topic.endswith(" " + t) or _name_pattern(topic.split()).search(text):
+    if not t or t == topic or not topic.endswith(" " + t) \
+            or phrase_pattern(topic.split(), possessive=True).search(text):
         return False
-    head = re.escape((qa.topic or "").split()[-1])
-    return any(norm_np(m.group(0)) != topic
-               for m in re.finditer(rf"(?:(?!The\b)[A-Z][\w'’-]*[ \t]+)+(?i:{head})\b", text))
+    return any(n != topic for n in _names_with_head((qa.topic or "").split()[-1], text))
+
+
+def _names_with_head(head: str, text: str) -> set[str]:
+    """The capitalised names in ``text`` that end with ``head`` ("Hudson River", "Delaware River" for "river"),
+    normalised (:func:`norm_np`): the things of that kind the text names."""
+    return {norm_np(m.group(0)) for m in re.finditer(rf"(?:(?!The\b)[A-Z][\w'’-]*[ \t]+)+(?i:{re.escape(head)})\b",
+                                                     text)}
 
 
 def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
@@ -253,12 +259,10 @@ def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
     full = next((s for s in topics[:6] if len(s.split()) > len(t.split()) and s.endswith(" " + t)), None)
     if full is None:
         return None
-    ms = list(_name_pattern(full.split()).finditer(text))
+    ms = list(phrase_pattern(full.split(), possessive=True).finditer(text))
     if not ms:
         return None
-    head = re.escape(qa.topic.split()[-1])
-    named = {norm_np(m.group(0)) for m in re.finditer(rf"(?:(?!The\b)[A-Z][\w'’-]*[ \t]+)+(?i:{head})\b", text)}
-    if any(n != full for n in named):
+    if any(n != full for n in _names_with_head(qa.topic.split()[-1], text)):
         return None       # another thing of the kind: which one "the river" is, the passage does not settle
     found = next((m.group(0) for m in ms if m.group(0)[:1].isupper()), ms[0].group(0))
     name = _as_phrase(re.sub(r"\s+", " ", found), text, history)
@@ -771,7 +775,7 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             return ""         # the question already names it (half of its words or more), and it is more salient
                               # than any context left to add: "How do I secure the web chat?" in a conversation
                               # about the web chat needs no "... in RSA signature?" from the last answer
-        ms = list(_name_pattern(kw).finditer(text))
+        ms = list(phrase_pattern(kw, possessive=True).finditer(text))
         if not ms:
             continue
         # the wording inside a sentence, not a title line's sentence case ("the guinea pig", not "Guinea pig")
@@ -817,14 +821,6 @@ _THE_HEADS = frozenset("""wall empire states kingdom republic union court ages u
 church army navy party league association federation council senate parliament congress station guild award awards
 prize cup bowl series war revolution movement dynasty confederacy commonwealth emirates islands mountains alps desert
 valley basin peninsula strait channel institute foundation museum tower bridge""".split())
-
-
-def _name_pattern(kw: list[str]) -> re.Pattern:
-    """:func:`~agents.synth.text.phrase_pattern` for a normalised candidate, whose possessives lost their apostrophe
-    ("huntingtons disease" matches "Huntington's disease", "womens association football" "Women's association
-    football")."""
-    parts = [re.escape(w[:-1]) + r"['’]?s" if len(w) > 3 and w.endswith("s") else re.escape(w) for w in kw]
-    return re.compile(r"(?<![\w-])" + r"[\W_]+".join(parts) + r"(?![\w-])", re.IGNORECASE)
 
 
 def _as_phrase(found: str, text: str, history: str) -> str:

@@ -1201,7 +1201,7 @@ def _title_kind(name: str, text: str) -> str | None:
     ws = name.split()
     if len(ws) < 2 or len(ws) > 5 or re.search(r"\b(?:of|in|and|for|on)\b", name, re.IGNORECASE):
         return None
-    head = ws[0] if _EVENT_OF.match(name) else ws[-1]
+    head = ws[0] if _HEAD_FIRST.match(name) else ws[-1]
     key = head.lower()
     if not key.isalpha() or len(key) < 3 or key in _NO_KIND or not re.search(rf"\b[Tt]he {key}\b", text):
         return None
@@ -1215,7 +1215,8 @@ def _title_kind(name: str, text: str) -> str | None:
     return key
 
 
-_EVENT_OF = re.compile(r"^(?:operation|battle|siege|invasion|hurricane|typhoon|cyclone|treaty|act) ", re.IGNORECASE)
+# titles whose kind comes first ("Operation Barbarossa", "Treaty of ...": "the operation", "the treaty")
+_HEAD_FIRST = re.compile(r"^(?:operation|battle|siege|invasion|hurricane|typhoon|cyclone|treaty|act) ", re.IGNORECASE)
 
 
 _CURRENCY = re.compile(r"[$€£¥₹]|\b(?:[A-Z]{2,3}\$|dollars?|euros?|pounds?|sterling|yen|yuan|renminbi|rupees?|cents?|pence|"

@@ -247,8 +247,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         # about the segment's focus: "How is it different from Y?" by the shares, else explicit
         asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
         return asked or qa.question, qa.question, bool(asked) or u >= talk
+    rank = coreferable(qa, topics)
     ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
-        if coreferable(qa, topics) is None and not _defines_a_name(qa.question) else ""
+        if rank is None and not _defines_a_name(qa.question) else ""
     standalone = with_context(qa.question, ctx) if ctx else qa.question
     if well_formed(standalone) is not None:
         standalone = qa.question
@@ -256,7 +257,6 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         # "Is the river named after Henry Hudson?" is no standalone question where the conversation is about the
         # Hudson River: the rewrite names it
         standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or standalone
-    rank = coreferable(qa, topics)
     if rank is not None and misrefers(qa, topics[rank], passages[i]["text"]):
         return qa.question, standalone, False       # asked in full: "it" would be the conversation's river
     asked, form = render(qa, segment, shares, u)
