@@ -255,8 +255,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
         cut = {c.i for c in head.children if c.i < head.i} - {t.i for t in toks}
         if any(head.doc[i].dep_ == "nummod" or head.doc[i].ent_type_ in ("ORDINAL", "CARDINAL") for i in cut):
             return []       # a count or a rank cut from its noun: "the first three or four years" is no "the years"
-    if any(t.i > 0 and t.doc[t.i - 1].tag_ == "HYPH" and t.doc[t.i - 1].whitespace_ == ""
-           and t.i - 1 not in {x.i for x in toks} for t in toks[:1]):
+    if toks and toks[0].i > 0 and toks[0].doc[toks[0].i - 1].tag_ == "HYPH" \
+            and toks[0].doc[toks[0].i - 1].whitespace_ == "":
         return []           # half of a hyphenated word: "winning 1972 TV movie" of "Bill Cosby's Emmy-winning 1972 TV
                             # movie"
     det = next((c for c in head.children if c.dep_ == "det" and c.i < head.i), None)
@@ -291,7 +291,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
 
 
 # nouns whose content is their complement clause ("a tendency to ...", "the ability to ...", "a habit of ...ing")
-_COMPLEMENT_HEADS = {"reason", "tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need", "decision",
+_COMPLEMENT_HEADS = {"reason", "tendency", "habit", "ability", "inability", "capacity", "right", "chance", "need",
+                     "decision",
                      "plan", "attempt", "effort", "desire", "way", "opportunity", "power", "freedom", "permission",
                      "authority", "intention", "wish", "willingness", "failure", "refusal", "obligation", "option",
                      "possibility", "reluctance", "tradition", "practice", "goal", "aim", "task", "job", "mission",
@@ -504,7 +505,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     """The subject's NP tokens (or the antecedent NP's text for a pronoun) and its kind."""
     low = subj.lower_
     if subj.pos_ in ("VERB", "AUX") and subj.tag_ in ("VBZ", "VBD", "VBP", "VB"):
-        return None     # a finite verb parsed as the subject: "... exemplifies ..." gives no "Did exemplifies write ...?"
+        return None     # a finite verb parsed as the subject: "... exemplifies ..." gives no "Did exemplifies write
+                        # ...?"
     if low in PRONOUNS:
         if low in ("he", "she"):
             ant = antecedents.get("PERSON")
@@ -645,7 +647,8 @@ _RANGE_ENDS = {"to", "until", "till", "through", "down", "up"}
 def _half_said(prep, inner: list) -> bool:
     """The phrase ``prep`` + ``inner`` (its object as kept) says half of something: a range cut before its end
     ("from the cities of Albany (and Troy southward to Yonkers)", "declined from 419 million pounds (... down to 240
-    million)"), a comparison cut before its standard ("from as far north (as Troy)"), a bare noun cut from its "of" phrase ("in service")."""
+    million)"), a comparison cut before its standard ("from as far north (as Troy)"), a bare noun cut from its "of"
+    phrase ("in service")."""
     kept = {t.i for t in inner}
     if prep.lower_ == "from":
         head = prep.head
@@ -1129,7 +1132,7 @@ def _antecedent_update(sent, antecedents: dict) -> None:
             toks = []
         if _points_back(toks):
             toks = []       # "... of these regions": no antecedent to name for a later "they"
-        if any(t.dep_ == "poss" and t.lower_ in PRONOUNS | {"its", "their", "his", "her"} for t in toks):
+        if any(t.dep_ == "poss" and t.lower_ in PRONOUNS for t in toks):
             toks = []       # "its rotation period" names nothing without what "its" is: no antecedent for a later "it"
         if toks and len(toks) <= 6:
             kind = _kind(subj)
