@@ -904,3 +904,31 @@ def test_a_name_whose_question_says_his_is_asked_with_he():
     qa = next(q for q in passage_questions("Clint Eastwood is an American actor. Eastwood has contributed music to his "
                                            "films since the 1980s.", "") if q.question.startswith("What has Eastwood"))
     assert _pronoun_form(qa) == "What has he contributed to his films since the 1980s"
+
+
+def test_quotes_pair_left_to_right_when_detokenised():
+    # a pattern between the closing quote of one phrase and the opening quote of the next glued them to the words
+    # between ('"The One..."except ... finale"The Last One."'), and the parse then lost the "with" of "begin with"
+    assert detokenize("Titles begin with `` The One ... '' except the finale `` The Last One . ''") == \
+        'Titles begin with "The One..." except the finale "The Last One."'
+    assert detokenize('He said " hello " to " me " .') == 'He said "hello" to "me".'
+    assert detokenize('an odd " quote here') == 'an odd " quote here'
+
+
+def test_no_question_keeps_a_measure_as_a_thing_or_a_phrase_without_its_bound_part():
+    def qs(text):
+        return [qa.question for qa in passage_questions(text, "")]
+    # a measure is asked with "How many", not as the object of "What"
+    got = qs("Rising in two branches, the Delaware River flows 419 miles (674 km) into Delaware Bay.")
+    assert "How many miles does the Delaware River flow into Delaware Bay?" in got
+    assert not any(q.startswith("What does the Delaware River flow") for q in got), got
+    # a participle misparsed with a subject of its own: "a video game tie-in titled ..." read as "titled X"
+    got = qs("Sega announced a video game tie - in titled Captain America : Super Soldier , that was released in 2011 .")
+    assert not any("titled" in q for q in got), got
+    # "in alliance (with France)" is half a phrase; the rest of the clause is asked without it
+    got = qs("The Patriots defeated the British in the American Revolutionary War in alliance with France and others.")
+    assert "Did the Patriots defeat the British in the American Revolutionary War?" in got
+    assert not any("in alliance" in q for q in got), got
+    # a rate without what it is a rate of
+    got = qs("Elite athletes have a significantly higher rate in eating disorders.")
+    assert not any(q.endswith("higher rate?") for q in got), got

@@ -64,12 +64,30 @@ def detokenize(text: str) -> str:
     t = _WS.sub(" ", text).strip()
     for pat, rep in _DETOK:
         t = pat.sub(rep, t)
-    t = re.sub(r'"\s+([^"]*?)\s+"', r'"\1"', t)
+    t = _pair_quotes(t)
     while "/ " in t:
         t, n = _PATH_SPLIT.subn(r"\1/", t)
         if not n:
             break
     return t
+
+
+def _pair_quotes(t: str) -> str:
+    """Straight quotes paired left to right, each opening one without the space after it and each closing one
+    without the space before it (``" Byzantine "`` -> ``"Byzantine"``). Pairing matters: a closing quote followed by
+    more text and a second quoted phrase is not an opening one (``"The One..." except ... "The Last One."`` kept
+    ``"The One..."except ... finale"The Last One."`` with a pattern that matched between the two). Left as it is
+    when the quotes do not pair."""
+    parts = t.split('"')
+    if len(parts) % 2 == 0:
+        return t
+    out = [parts[0]]
+    for k, part in enumerate(parts[1:]):
+        if k % 2 == 0:          # inside the quotes
+            out.append('"' + part.strip() + '"')
+        else:
+            out.append(part)
+    return "".join(out)
 
 
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")

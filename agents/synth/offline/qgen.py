@@ -70,6 +70,7 @@ _DATE_PREPS = {"in", "on", "during", "at", "around", "by"}
 _PLACE_PREPS = {"in", "at", "near", "on"}
 _PLACE_ENTS = {"GPE", "LOC", "FAC"}
 _AGENT_ENTS = {"PERSON", "ORG", "NORP", "GPE"}
+_AMOUNTS = {"QUANTITY", "PERCENT", "MONEY", "CARDINAL"}
 _DURATION_VERBS = {"last", "take", "span", "run"}
 _TIME_UNITS = {"second", "minute", "hour", "day", "week", "month", "year", "decade", "century", "millennium"}
 _NUM_WORDS = {"one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
@@ -232,6 +233,9 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
             continue        # the hyphen inside a word: "a powerful plug-in" (not "in")
         if keep_coord and c in coord:
             continue        # "between West Berlin and East Germany", "Wellington and Forsythia": both conjuncts
+        if c.dep_ == "amod" and c.tag_ == "VBN" and any(x.dep_ in ("nsubj", "nsubjpass") for x in c.children):
+            return []       # a participle with a subject of its own is a misparse: "a video game tie-in titled Captain
+                            # America" read as "[in] titled Captain America" gave "Who announced titled Captain America?"
         if c.dep_ == "amod" and c.i > head.i:
             drop.update(t.i for t in c.subtree)     # "relationships similar (to ...)": a post-nominal adjective
             continue                                # needs its complement
@@ -272,6 +276,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     if _needs_of(head) and not any(t.lower_ == "of" and t.head.i == head.i for t in toks):
         return []           # "a series", "52.1%" without "of epidemics" / "of the workforce" say nothing
     kept = {t.i for t in toks}
+    if head.lemma_.lower() in _SCALE_HEADS and any(c.dep_ == "prep" and c.i not in kept for c in head.children):
+        return []           # a measure without what it measures: "a significantly higher rate (in eating disorders)"
     if any(t.i != head.i and (t.lemma_.lower() in _MEASURES | _OF_HEADS or t.lower_ in _QUANTIFIER_PRONOUNS) and any(
             c.dep_ == "prep" and c.lower_ == "of" and c.i not in kept for c in t.children) for t in toks):
         return []           # a measure without what it measures: "hundreds of kilograms (of these metals)"; a
@@ -305,6 +311,8 @@ _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "m
              "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
              "example", "examples", "instance", "instances",     # "many examples (of the arcus quadrifrons)"
              "average", "maximum", "minimum"}                    # "an average (of four to five years)"
+# heads that are a measure of what their phrase names, in whatever preposition: "a higher rate (in eating disorders)"
+_SCALE_HEADS = {"rate", "level", "percentage", "proportion", "ratio", "incidence", "prevalence", "frequency", "risk"}
 
 
 _MEASURES = {"kilogram", "gram", "tonne", "ton", "pound", "ounce", "litre", "liter", "gallon", "barrel", "metre",
@@ -642,6 +650,7 @@ def _comp_tokens(c, limit: int) -> list | None:
 
 
 _RANGE_ENDS = {"to", "until", "till", "through", "down", "up"}
+_BOUND_PREPS = {"with", "to", "for"}
 
 
 def _half_said(prep, inner: list) -> bool:
@@ -657,8 +666,12 @@ def _half_said(prep, inner: list) -> bool:
             return True
     pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
     if pobj is not None and pobj.i in kept and not any(x.dep_ in ("det", "poss") for x in pobj.children) \
-            and any(x.dep_ == "prep" and x.lower_ == "of" and x.i not in kept for x in pobj.children):
-        return True     # a bare noun without its "of" phrase: "in service (of Bulgaria's war ...)"
+            and any(x.dep_ == "prep" and x.i not in kept and (x.lower_ == "of" or x.lower_ in _BOUND_PREPS
+                                                              and pobj.tag_ == "NN" and prep.lower_ in ("in", "on"))
+                    for x in pobj.children):
+        return True     # a bare noun without its "of" phrase: "in service (of Bulgaria's war ...)", or a bare singular
+                        # noun without the phrase it is bound to: "in alliance (with France)", "in response (to ...)" (not "for revenge
+                        # (with a bag ...)")
     return any(t.lower_ == "as" and t.dep_ == "advmod" for t in inner) and \
         not any(t.lower_ in ("as", "than") and t.dep_ == "prep" for t in inner)
 
@@ -1061,6 +1074,16 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                                   answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
                                   template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
                                   sent_index=idx, score=1.3))
+            if num is not None and c.tag_ == "NNS" and c.ent_type_ == "QUANTITY" and v.lemma_ not in _DURATION_VERBS:
+                # a measure: "flows 419 miles into Delaware Bay" -> "How many miles does the river flow into ...?"
+                vp_rest = _vp(clause, {c.i})
+                vg = _verb_group(clause, True, ["{T}"])
+                if vp_rest is not None and vg is not None and not any(x.dep_ in ("amod", "compound") for x in c.children):
+                    tmpl = " ".join(["How many", c.lower_] + vg + vp_rest)
+                    out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
+                                  answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
+                                  template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
+                                  sent_index=idx, score=1.3))
             if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" for x in c.subtree):
                 money = [t for t in c.subtree if t.ent_type_ == "MONEY"]
                 cur = money[0].doc[money[0].i - 1] if money and money[0].i > 0 else None
@@ -1073,7 +1096,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     out.append(qa)
             # object "what/who" questions: any object NP of a named or determined subject
             if not clause.passive and c.pos_ in ("NOUN", "PROPN") and (v.lemma_, c.lemma_.lower()) not in _IDIOMS \
-                    and c.lower_ not in _OF_HEADS and (     # "returned to Paris a number of times": an amount, no object
+                    and c.lower_ not in _OF_HEADS and c.ent_type_ not in _AMOUNTS and (     # "returned to Paris a
+                    # number of times": an amount, no object; nor is a measure ("What does the river flow into Delaware
+                    # Bay?" - "419 miles")
                     subj_ent or subj_is_pron or clause.subj.pos_ == "PROPN"
                     or any(d.dep_ == "det" and d.lower_ in ("the", "a", "an") for d in clause.subj.children)
                     or clause.subj.tag_ in ("NNS", "NNPS")) \
