@@ -968,6 +968,20 @@ def test_a_person_the_passage_names_is_no_context_even_when_the_answers_do_not_s
     assert "romeo and juliet" in context_candidates(seg)      # a title that joins names is no person
 
 
+def test_a_group_of_people_is_no_context():
+    # "Did Phillip II's enemies become Portugal's enemies in the Dutch?", "How many people attempted to escape in East
+    # Germans?": a nationality the conversation mentioned came through as the context
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "Who were Portugal's enemies?", "standalone_question": "Who were Portugal's enemies?",
+            "title": "Iberian Union", "answer": "During the Iberian Union, Portugal's enemies, such as the Dutch, became "
+                                                "enemies of Spain. Many East Germans fled.",
+            "gold_text": "Iberian Union\nThe Iberian Union lasted sixty years. Portugal's enemies became the enemies of "
+                         "Spain, such as the Dutch. The Dutch Republic attacked Portuguese colonies."}]
+    got = context_candidates(seg)
+    assert "dutch" not in got and "east germans" not in got, got
+    assert "iberian union" in got
+
+
 def test_an_elided_name_leaves_the_phrases_own_possessive():
     # "How do I generate or view credentials for the my instance?"
     from agents.synth.offline.discourse import elide_given
@@ -1048,3 +1062,22 @@ def test_a_task_or_a_compound_noun_is_no_vague_opener():
     assert not questioning.vague("How do I create a lock on the current secret version?")
     assert not questioning.vague("What does the dialog skill orchestrate?")
     assert questioning.vague("What do many countries have?")
+
+
+def test_a_button_or_a_value_is_no_context():
+    # "What does the default tab of the dashboard list in Create Database?", "Does the service create a standard key in
+    # the ID value?": a button label and a field value came through as the context
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "How do I create a database?", "standalone_question": "How do I create a database?",
+            "title": "", "answer": "Click Create Database and supply the name of the database to create.",
+            "gold_text": "The dashboard has a number of tabs. To create a database, click Create Database and supply "
+                         "the name of the database to create. Click Create Database again for a second one. The "
+                         "Create Database window closes."}]
+    got = context_candidates(seg)
+    assert not any(c.startswith("create ") for c in got), got
+    seg = [{"question": "What does a successful POST response return?", "title": "",
+            "standalone_question": "What does a successful POST response return for my key?",
+            "answer": "The ID value. A successful POST response returns the ID value for your key in Key Protect.",
+            "gold_text": "A successful POST response returns the ID value for your key in Key Protect."}]
+    got = context_candidates(seg)
+    assert "id value" not in got and "key protect" in got, got

@@ -504,12 +504,22 @@ def _people(segment: list[dict]) -> set[str]:
             if e.label_ == "PERSON"}
 
 
-def _passage_people(segment: list[dict]) -> set[str]:
+def _passage_people(segment: list[dict], label: str = "PERSON") -> set[str]:
     """The people the segment's gold passages name (normalised, the passage's own entity labels): a person's page
-    is about a person ("Franklin D. Roosevelt", "Adolf Hitler" said "Hitler"), never a context."""
+    is about a person ("Franklin D. Roosevelt", "Adolf Hitler" said "Hitler"), never a context. ``label="NORP"``:
+    the groups of people they name ("the Dutch", "East Germans")."""
     from agents.synth.offline.nlp import passage_doc
     return {norm_np(e.text) for t in segment if t.get("gold_text")
-            for e in passage_doc(t["gold_text"]).ents if e.label_ == "PERSON"}
+            for e in passage_doc(t["gold_text"]).ents if e.label_ == label}
+
+
+def _groups(segment: list[dict]) -> set[str]:
+    """The nationalities and groups of people the segment's answers and passages name (normalised, spaCy's NORP):
+    who acted, never what a question is in ("Did Phillip II's enemies become Portugal's enemies in the Dutch?",
+    "How many people attempted to escape in East Germans?")."""
+    return _passage_people(segment, "NORP") | {norm_np(e.text) for t in segment
+                                               for e in parse((t.get("answer") or "")[:1500]).ents
+                                               if e.label_ == "NORP"}
 
 
 def _a_person(k: str, people: set[str]) -> bool:
@@ -659,6 +669,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
     which = _modifier_led(segment)
     mentioned = [m for m in history_mentions(segment) if len(m.split()) >= 2 and m not in which]
     people = _people(segment) | _passage_people(segment)
+    groups = _groups(segment)
     said = _said_words(segment)
     questioned = _said_words([{"question": t.get("question") or ""} for t in segment])
     pages = 1 + len(segment)          # the focus and the page titles
@@ -672,8 +683,8 @@ def context_candidates(segment: list[dict]) -> list[str]:
         heard = said if len(k.split()) >= 2 or (1 <= rank < pages and n) else questioned
         if k and k not in out and k not in _GENERIC and content \
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
-                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS \
-                and not _a_person(k, people) \
+                and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS and k.split()[0] not in _UI_VERBS \
+                and not _a_person(k, people) and k not in groups \
                 and not (len(k.split()) == 1 and rank >= pages and any(f" {k} " in f" {o} " for o in out)
                          and _only_inside_names(k, text)) \
                 and 2 * sum(w in heard for w in content) >= len(content):
@@ -720,7 +731,12 @@ def _modifier_led(segment: list[dict]) -> set[str]:
 
 _UI_HEADS = {"icon", "button", "tab", "menu", "field", "fields", "column", "link", "window", "pane", "panel", "page",
              "section", "file", "files", "format", "message", "results", "option", "options", "setting", "settings",
-             "feature", "id", "checkbox", "dialog", "screen"}   # "the Actions icon", "JSON format": where, not what
+             "feature", "id", "checkbox", "dialog", "screen", "value", "values"}
+# ("the Actions icon", "JSON format", "the ID value": where, not what)
+# a label that starts with a command is a button or a menu item: "View usage", "Create bucket" ("... in View usage?")
+_UI_VERBS = {"view", "create", "edit", "manage", "add", "delete", "remove", "open", "select", "click", "save", "update",
+             "enable", "disable", "configure", "show", "hide", "cancel", "submit", "download", "upload", "import",
+             "export", "copy", "launch", "deploy", "provision", "restore", "reset", "refresh", "apply", "go"}
 
 # people named by their role ("IBM engineers", "Enterprise Manager administrators"): who, never what a question is in
 _PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "admin", "admins", "user", "users",
