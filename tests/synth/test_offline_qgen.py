@@ -932,3 +932,6 @@ def test_no_question_keeps_a_measure_as_a_thing_or_a_phrase_without_its_bound_pa
     # a rate without what it is a rate of
     got = qs("Elite athletes have a significantly higher rate in eating disorders.")
     assert not any(q.endswith("higher rate?") for q in got), got
+    # a stretch of time is asked with "How long", not as a thing
+    got = qs("Feinman spent seven months on the project.")
+    assert "How long did Feinman spend on the project?" in got and not any(q.startswith("What") for q in got), got

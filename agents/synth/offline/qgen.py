@@ -1108,8 +1108,13 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 # enabled to have children?"; "uses an index to select" is a purpose: "What does it use to select?")
                 wh = "Who" if c.ent_type_ == "PERSON" else "What"
                 qtype = "who" if wh == "Who" else "what"
-                if v.lemma_ in _DURATION_VERBS and (c.ent_type_ in ("DATE", "TIME") or c.lemma_ in _TIME_UNITS):
-                    wh, qtype = "How long", "how"       # "lasted a thousand years": no "What did it last?"
+                if (v.lemma_ in _DURATION_VERBS or v.lemma_ in ("spend", "wait", "serve", "stay", "live", "work")
+                        and any(x.dep_ == "nummod" for x in c.children)) \
+                        and (c.ent_type_ in ("DATE", "TIME") or c.lemma_ in _TIME_UNITS):
+                    wh, qtype = "How long", "how"       # "lasted a thousand years": no "What did it last?"; "spent seven
+                                                        # months on the project": no "What did Feinman spend ...?"
+                elif c.ent_type_ in ("DATE", "TIME"):
+                    continue                            # a time is no thing: "What did the festival celebrate ...?"
                 qa = _mk(clause, sent, qtype, wh, np_tokens(c, 8), {c.i}, subj_words, subj_kind, idx, score=0.9)
                 if qa:
                     out.append(qa)
