@@ -1081,3 +1081,25 @@ def test_a_button_or_a_value_is_no_context():
             "gold_text": "A successful POST response returns the ID value for your key in Key Protect."}]
     got = context_candidates(seg)
     assert "id value" not in got and "key protect" in got, got
+
+
+def test_unanswerable_shift_asks_no_time_place_or_reason_of_a_state_and_keeps_a_names_capital():
+    # "When does the yellow marrow have fatty connective tissue?", "Why does the engineering industry of India include
+    # its growing car?": a state has no time, place or reason of its own; "kill florence for revenge" lost a capital
+    from agents.synth.offline.questioning import ask
+    from agents.synth.questioner import NothingToAsk
+
+    def asked(text):
+        out = set()
+        for attempt in range(4):
+            try:
+                out.add(ask({"unanswerable": True, "passages": [{"doc_id": "d1", "title": "", "text": text}],
+                             "segment": [], "attempt": attempt})[1])
+            except NothingToAsk:
+                pass
+        return out
+    assert asked("The yellow marrow of adults has fatty connective tissue. The industry includes the car sector.") \
+        == set()
+    got = asked("Wellington and Forsythia killed Florence for revenge with a bag of canary seeds.")
+    assert got and all("Florence" in q for q in got if "lorence" in q), got
+    assert any("lorence" in q for q in got), got

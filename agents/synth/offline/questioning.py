@@ -457,6 +457,9 @@ def _about(name: str, text: str) -> int | None:
 _SHIFT = {"when": ["Where", "Why", "How"], "where": ["When", "Why"], "who": ["When", "Where", "Why"],
           "what": ["When", "Where", "Why"], "how_many": ["When", "Where", "Why"], "how_much": ["When", "Why"],
           "why": ["When", "Where"], "how": ["When", "Where"]}
+_STATIVE = {"have", "contain", "include", "comprise", "consist", "require", "account", "represent", "mean", "involve",
+            "feature", "follow", "constitute", "resemble", "belong", "equal", "lack", "need", "own", "possess", "remain",
+            "enable", "allow", "number", "total", "measure", "weigh", "cost", "span", "cover", "list"}
 _TYPE_OF = {"When": "when", "Where": "where", "Why": "why", "How": "how"}
 _ADJUNCT = {"when", "where", "why", "how"}      # wh-phrases that are no argument of the verb: another one fits
 
@@ -474,8 +477,10 @@ def _with_object(qa: QA) -> str | None:
     doc = parse(ans)
     if not any(t.pos_ in ("NOUN", "PROPN") for t in doc) or doc[0].pos_ in ("VERB", "AUX", "ADP", "SCONJ"):
         return None
-    if doc[0].pos_ != "PROPN" and not (len(doc[0].text) > 1 and doc[0].text.isupper()):
-        ans = ans[:1].lower() + ans[1:]           # "The beginning" -> "the beginning"; names keep their case
+    if doc[0].pos_ != "PROPN" and not (len(doc[0].text) > 1 and doc[0].text.isupper()) \
+            and not re.search(rf"\w[\s,;]+{re.escape(doc[0].text)}\b", qa.sentence or ""):
+        ans = ans[:1].lower() + ans[1:]           # "The beginning" -> "the beginning"; names keep their case, and so
+                                                  # does a word the sentence capitalises mid-sentence ("Florence")
     aux, verb, rest = m.groups()
     return f"{aux} {{T}} {verb} {ans}{rest}"
 
@@ -500,8 +505,9 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
     opts = []
     for p in passages:
         for qa in _cands(p["text"], p.get("title") or ""):
-            if not qa.template or qa.qtype not in _SHIFT:
-                continue
+            if not qa.template or qa.qtype not in _SHIFT or (qa.verb or "").lower() in _STATIVE:
+                continue        # a state has no time, place or reason of its own to ask: "When does the yellow marrow
+                                # have fatty connective tissue?", "Why does the industry include its growing car?"
             body = re.sub(r"^(When|Where|Who|What|Why|How many \w+|How much|How)\s+", "", qa.template)
             m = re.match(r"^(?:Who|What) (\w+) \{T\}$", qa.template)
             passive = bool(m and qa.topic_role == "obj" and qa.verb and m.group(1) == _verb_past(qa.verb))
