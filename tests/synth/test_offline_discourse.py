@@ -1103,3 +1103,13 @@ def test_unanswerable_shift_asks_no_time_place_or_reason_of_a_state_and_keeps_a_
     got = asked("Wellington and Forsythia killed Florence for revenge with a bag of canary seeds.")
     assert got and all("Florence" in q for q in got if "lorence" in q), got
     assert any("lorence" in q for q in got), got
+
+
+def test_refer_back_replaces_no_phrase_that_goes_on_past_its_chunk():
+    # "Is it feature beta functionality?" from "Is the speaker labels feature beta functionality?" (the parser read
+    # "feature" as the verb)
+    from agents.synth.offline.discourse import refer_back
+    seg = [{"question": "How many speakers can speaker labels handle?", "answer": "The speaker labels handle two.",
+            "standalone_question": "How many speakers can the speaker labels handle?"}]
+    assert refer_back("Is the speaker labels feature beta functionality?", seg) is None
+    assert refer_back("Do the speaker labels support Czech?", seg) == "Do they support Czech?"

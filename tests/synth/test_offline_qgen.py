@@ -935,3 +935,14 @@ def test_no_question_keeps_a_measure_as_a_thing_or_a_phrase_without_its_bound_pa
     # a stretch of time is asked with "How long", not as a thing
     got = qs("Feinman spent seven months on the project.")
     assert "How long did Feinman spend on the project?" in got and not any(q.startswith("What") for q in got), got
+
+
+def test_a_file_names_dot_and_a_cut_possessor_survive():
+    # "What do I do if I changed my.bashrc file ...?"; "Who keeps backend pool of worker nodes?" from "the listeners'
+    # backend pool of worker nodes" (the possessor cut, no determiner left)
+    assert detokenize("I changed my .bashrc file , and 1 , 000 items .") == "I changed my .bashrc file, and 1,000 items."
+    got = [qa.question for qa in passage_questions(
+        "Even though only the listener worker nodes are reported as healthy, the listeners' backend pool of worker "
+        "nodes is kept up-to-date by Red Hat OpenShift on IBM Cloud so that all worker nodes in your cluster can still "
+        "receive requests from the VPC load balancer.", "")]
+    assert not any("backend pool" in q and "the backend pool" not in q and "listeners" not in q for q in got), got

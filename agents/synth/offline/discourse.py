@@ -550,10 +550,15 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             continue
         if root.dep_ in ("attr", "oprd") or doc[c.start - 1].pos_ in ("ADJ", "NOUN", "PROPN", "NUM") \
                 or any(t.pos_ == "NUM" or t.ent_type_ in ("DATE", "TIME", "QUANTITY", "MONEY", "CARDINAL") for t in c) \
-                or (c.end < len(doc) and doc[c.end].pos_ == "VERB" and root.dep_ == "dobj"):
+                or (c.end < len(doc) and doc[c.end].pos_ == "VERB" and root.dep_ == "dobj") \
+                or (c.end < len(doc) and doc[c.end].pos_ in ("NOUN", "PROPN")) \
+                or (root.dep_ == "nsubj" and root.head.tag_ in ("VBP", "VBZ", "VB")
+                    and any(a.dep_ == "aux" and a.lemma_ == "be" for a in root.head.children)):
             continue          # a predicate ("Was Vespasian it?"), half a phrase ("domain they"), an amount
                               # ("Did Feinman spend them on the project?") or a misparse
-                              # ("What may hematopoietic them cross?": the object is the verb's subject)
+                              # ("What may hematopoietic them cross?": the object is the verb's subject; "Is it
+                              # feature beta functionality?": the phrase goes on past the chunk the parser saw, a noun
+                              # read as a verb after "Is")
         n = norm_np(c.text)
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):

@@ -47,7 +47,7 @@ _DETOK = [
     (re.compile(r"``\s*"), '"'), (re.compile(r"\s*''"), '"'),
     (re.compile(r"\(\s+"), "("), (re.compile(r"\s+\)"), ")"),
     (re.compile(r"\[\s+"), "["), (re.compile(r"\s+\]"), "]"),
-    (re.compile(r"\s+([,.;:!?%])"), r"\1"),
+    (re.compile(r"\s+([,.;:!?%])(?![^\W\d_])"), r"\1"),      # (not a file name's dot: "my .bashrc file")
     (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m|’s)\b", re.IGNORECASE), r"\1"),
     (re.compile(r"(\d)\s*,\s+(\d{3})\b"), r"\1,\2"),
     (re.compile(r"(\ws) ' (?=\w)"), r"\1' "),

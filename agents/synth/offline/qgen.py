@@ -259,6 +259,15 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
         cut = {c.i for c in head.children if c.i < head.i} - {t.i for t in toks}
         if any(head.doc[i].dep_ == "nummod" or head.doc[i].ent_type_ in ("ORDINAL", "CARDINAL") for i in cut):
             return []       # a count or a rank cut from its noun: "the first three or four years" is no "the years"
+        poss = next((head.doc[i] for i in cut if head.doc[i].dep_ == "poss"), None)
+        if poss is not None:
+            # a possessor cut from its noun leaves no determiner: "backend pool of worker nodes" of "the listeners'
+            # backend pool of worker nodes"; the possessor's "the" stands in for it ("the Fox Box programming block"
+            # of "the Fox network's Fox Box programming block")
+            the = next((c for c in poss.children if c.dep_ == "det" and c.lower_ == "the"), None)
+            if the is None or not toks:
+                return []
+            toks = [the] + toks
     if toks and toks[0].i > 0 and toks[0].doc[toks[0].i - 1].tag_ == "HYPH" \
             and toks[0].doc[toks[0].i - 1].whitespace_ == "":
         return []           # half of a hyphenated word: "winning 1972 TV movie" of "Bill Cosby's Emmy-winning 1972 TV
