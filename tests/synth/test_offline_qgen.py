@@ -946,3 +946,17 @@ def test_a_file_names_dot_and_a_cut_possessor_survive():
         "nodes is kept up-to-date by Red Hat OpenShift on IBM Cloud so that all worker nodes in your cluster can still "
         "receive requests from the VPC load balancer.", "")]
     assert not any("backend pool" in q and "the backend pool" not in q and "listeners" not in q for q in got), got
+
+
+def test_no_coordinated_clause_in_a_complement_and_no_other_script():
+    # "Was it immediately popular and breeding continued?"; "What did poetic and informal names for the wall include
+    # s 土 龙, Tǔlóng?"
+    got = [qa.question for qa in passage_questions("The dog was immediately popular and breeding continued, using "
+                                                   "Dalmatian to increase elegance.", "")]
+    assert not any("breeding" in q for q in got), got
+    assert "Was the dog immediately popular with breeders?" in [qa.question for qa in passage_questions(
+        "The dog was immediately popular with breeders.", "")]
+    assert well_formed("What did the names for the wall include in 土 龙?") == "words in another script"
+    assert well_formed("What did the names for the wall include in Tǔlóng?") is None
+    assert well_formed("Are broadly speaking, offensive linemen similar to backs?") == "an aside before the subject"
+    assert well_formed("Does Paris, Texas have a tower?") is None

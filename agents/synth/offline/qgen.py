@@ -653,6 +653,10 @@ def _comp_tokens(c, limit: int) -> list | None:
         toks = [c] + inner
     else:
         toks = [t for t in c.subtree if not t.is_space]
+        if any(t.dep_ == "conj" and t.pos_ in ("VERB", "AUX") and any(x.dep_.startswith("nsubj") for x in t.children)
+               for t in toks):
+            return None         # a clause of its own coordinated into the complement: "The dog was immediately popular
+                                # and breeding continued" gives no "Was it immediately popular and breeding continued?"
     if not toks or len(toks) > limit or any(t.text in "()[];:\"" for t in toks):
         return None
     return toks
@@ -1636,6 +1640,8 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "does not start with a capital letter"
     if _TOKENISED.search(q) or "  " in q or re.search(r"[#*_`|<>{}]|\]\(|https?:", q):
         return "tokenised spacing or markup"
+    if re.search(r"[\u0590-\u08ff\u0900-\u0dff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]", q):
+        return "words in another script"        # "What did names for the wall include s 土 龙, Tǔlóng?"
     for a, b in ("()", "[]"):
         if q.count(a) != q.count(b):
             return "unbalanced brackets"
@@ -1683,6 +1689,9 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "a wh-question without its auxiliary"
     if re.search(r"\b(?:does|is|was|has) (?:they|we|you|I)\b|\b(?:do|are|were|have) (?:it|he|she)\b", q, re.IGNORECASE):
         return "a pronoun that does not agree with its auxiliary"          # "Does they ...?", "Is they ...?"
+    comma = next((t for t in doc if t.text == ","), None)
+    if first in AUX_FIRST and comma is not None and comma.i <= 4 and doc[comma.i - 1].tag_ in ("VBG", "RB"):
+        return "an aside before the subject"        # "Are broadly speaking, offensive and defensive linemen ...?"
     pron_noun = next((t for t in toks[:-1] if t.lower_ in ("they", "he", "she", "we")
                       and doc[t.i + 1].pos_ in ("NOUN", "PROPN")), None)
     if toks[0].lower_ in ("is", "was", "are", "were") and len(toks) > 2 and toks[-1].pos_ == "PRON" \
