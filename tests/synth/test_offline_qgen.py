@@ -960,3 +960,18 @@ def test_no_coordinated_clause_in_a_complement_and_no_other_script():
     assert well_formed("What did the names for the wall include in Tǔlóng?") is None
     assert well_formed("Are broadly speaking, offensive linemen similar to backs?") == "an aside before the subject"
     assert well_formed("Does Paris, Texas have a tower?") is None
+
+
+def test_no_wh_question_of_a_time_as_doer_and_a_hyphenated_name_keeps_its_capitals():
+    # "How much did the following spring bring?" (a 55-cent promotion: an amount that describes, and a time as the
+    # doer); "What did its five-Year Plans resemble ...?"
+    def qs(text):
+        return [qa.question for qa in passage_questions(text, "")]
+    got = qs("The following spring brought a 55 - cent Big Mac promotion , which many customers rejected .")
+    assert not any(q.startswith(("How much", "What")) for q in got), got
+    assert not any(q.startswith("What") for q in qs("The 1990s saw a rise in diagnosis.")), qs("The 1990s saw a rise.")
+    got = qs("Five - Year Plans of India resembled central planning in the Soviet Union .")
+    assert "What did Five-Year Plans of India resemble in the Soviet Union?" in got, got
+    assert "How much did Microsoft pay for the land?" in qs("Microsoft paid $6 million for the land.")
+    assert not any(q.startswith("How much") for q in qs("The firm offered a 55-cent Big Mac promotion.")), \
+        qs("The firm offered a 55-cent Big Mac promotion.")

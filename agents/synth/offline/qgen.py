@@ -169,7 +169,9 @@ def _lower_first(tokens: list) -> list[str]:
     words = [t.text for t in tokens if not t.is_space]
     t = tokens[0] if tokens else None
     ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
-    if tokens and words and (ordinal or not _keep_case(tokens[0])) and not _name_start(tokens):
+    hyphenated = len(tokens) > 2 and tokens[1].tag_ == "HYPH" and not tokens[0].whitespace_ \
+        and tokens[2].text[:1].isupper()          # "Five-Year Plans", "Anglo-Saxon": a name's capitals
+    if tokens and words and (ordinal or not _keep_case(tokens[0])) and not _name_start(tokens) and not hyphenated:
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
                 t.lower_ in _case_vocab(t.doc)[0] or ordinal or \
                 ((t.pos_ == "ADJ" or t.tag_ in ("NN", "NNS")) and not t.ent_type_ and t.i == t.sent.start
@@ -810,6 +812,19 @@ def _no_object(clause):
 _MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must"}
 
 
+def _amount_of(tok, head) -> bool:
+    """``tok`` (part of an amount) says how much ``head`` is: it hangs from it through numbers and "of" only ("$6
+    million", "a daily payment of $6"), not through a modifier ("a 55-cent Big Mac promotion")."""
+    while tok.i != head.i:
+        if tok.dep_ not in ("nummod", "quantmod", "pobj", "nmod", "compound") and not (tok.dep_ == "prep"
+                                                                                      and tok.lower_ == "of"):
+            return False
+        if tok.head.i == tok.i or tok.dep_ == "compound" and tok.head.ent_type_ != "MONEY":
+            return False    # (a compound inside the amount: "6" of "$6 million"; not the amount as a modifier)
+        tok = tok.head
+    return True
+
+
 def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
     """The clause asked as a yes/no question about its subject, the way people check a fact:
     "IBM Cloudant replicates data across zones." -> "Does IBM Cloudant replicate data across
@@ -989,6 +1004,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
     yn = _yesno(clause, sent, subj_words, subj_kind, idx)
     if yn is not None:
         out.append(yn)
+    if subj_ent in ("DATE", "TIME"):
+        return out      # a time as the doer: "The following spring brought a 55-cent promotion", "The 1990s saw ..."
+                        # give no "How much did the following spring bring?" or "What did the 1990s see?"
     if any(c.dep_ == "neg" for c in clause.comps) or _no_object(clause) is not None:
         # a negated clause asked with a wh-word reads wrong or inverts its meaning ("What does the move
         # action add not twice?", "Who owns the Royal Collection?" from "The Queen does not own it");
@@ -1097,7 +1115,8 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                                   answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
                                   template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
                                   sent_index=idx, score=1.3))
-            if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" for x in c.subtree):
+            if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" and _amount_of(x, c) for x in c.subtree):
+                # (an amount that is the object, not one that describes it: "a 55-cent Big Mac promotion")
                 money = [t for t in c.subtree if t.ent_type_ == "MONEY"]
                 cur = money[0].doc[money[0].i - 1] if money and money[0].i > 0 else None
                 if cur is not None and cur.text in "$€£¥₹" and cur.ent_type_ != "MONEY":
