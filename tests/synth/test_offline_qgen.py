@@ -975,3 +975,14 @@ def test_no_wh_question_of_a_time_as_doer_and_a_hyphenated_name_keeps_its_capita
     assert "How much did Microsoft pay for the land?" in qs("Microsoft paid $6 million for the land.")
     assert not any(q.startswith("How much") for q in qs("The firm offered a 55-cent Big Mac promotion.")), \
         qs("The firm offered a 55-cent Big Mac promotion.")
+
+
+def test_no_question_from_a_heading_and_no_count_of_a_ranked_phrase():
+    # "Who version 4.10 CIS Kubernetes Benchmark?" (a link's label read as a sentence); "How many last results does
+    # section return?"
+    assert passage_questions("Red Hat OpenShift on IBM Cloud version 4.10 CIS Kubernetes Benchmark", "") == ()
+    assert well_formed("Who version 4.10 CIS Kubernetes Benchmark?") is not None
+    got = [qa.question for qa in passage_questions("If the offset is 8, the section returns the last two results.", "")]
+    assert not any(q.startswith("How many") for q in got), got
+    assert "How many watchtowers did the guards build along the wall?" in [
+        qa.question for qa in passage_questions("The guards built 302 watchtowers along the wall.", "")]

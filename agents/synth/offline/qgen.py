@@ -865,6 +865,11 @@ def sentence_ok(sent) -> bool:
     sym = sum(t.text in "$₹€£|=/\\{}<>#*_" for t in sent)
     if infobox(sent.text):
         return False        # an infobox flattened into text: "Specialty Hematology Symptoms Attacks of pain, ..."
+    words = [t for t in toks if t.is_alpha]
+    if not sent.text.rstrip().endswith((".", "!", ")", '"', "'")) and words \
+            and sum(t.text[:1].isupper() for t in words) >= 0.6 * len(words):
+        return False        # a heading or a link's label: "Red Hat OpenShift on IBM Cloud version 4.10 CIS Kubernetes
+                            # Benchmark" gave "Who version 4.10 CIS Kubernetes Benchmark?"
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
 
 
@@ -1098,13 +1103,17 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 vp_rest = _vp(clause, {c.i})
                 vg = _verb_group(clause, True, ["{T}"])
                 if vp_rest is not None and vg is not None:
-                    obj_words = [t.text for t in np_tokens(c, 6) if t.i != num.i and t.dep_ not in ("det", "quantmod")
-                                 and not (t.head.i == num.i)]
+                    obj_toks = [t for t in np_tokens(c, 6) if t.i != num.i and t.dep_ not in ("det", "quantmod")
+                                and not (t.head.i == num.i)]
+                    obj_words = [t.text for t in obj_toks]
                     tmpl = " ".join(["How many"] + obj_words + vg + vp_rest)
-                    out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
-                                  answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
-                                  template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
-                                  sent_index=idx, score=1.3))
+                    # (not when a word before the count says which ones: "the last two results" gives no "How many
+                    # last results ...?")
+                    if not any(t.i < num.i for t in obj_toks):
+                        out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
+                                      answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
+                                      template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind,
+                                      verb=v.lemma_, sent_index=idx, score=1.3))
             if num is not None and c.tag_ == "NNS" and c.ent_type_ == "QUANTITY" and v.lemma_ not in _DURATION_VERBS:
                 # a measure: "flows 419 miles into Delaware Bay" -> "How many miles does the river flow into ...?"
                 vp_rest = _vp(clause, {c.i})
@@ -1708,6 +1717,9 @@ def well_formed(question: str, followup: bool = False) -> str | None:
         return "a wh-question without its auxiliary"
     if re.search(r"\b(?:does|is|was|has) (?:they|we|you|I)\b|\b(?:do|are|were|have) (?:it|he|she)\b", q, re.IGNORECASE):
         return "a pronoun that does not agree with its auxiliary"          # "Does they ...?", "Is they ...?"
+    if first in ("who", "what") and len(toks) > 1 and toks[0].dep_ == "nsubj" and toks[1].tag_ == "VBP" \
+            and toks[1].pos_ == "VERB":
+        return f"a subject {first!r} with a plural verb ({toks[1].text!r})"      # "Who version 4.10 CIS ...?"
     comma = next((t for t in doc if t.text == ","), None)
     if first in AUX_FIRST and comma is not None and comma.i <= 4 and doc[comma.i - 1].tag_ in ("VBG", "RB"):
         return "an aside before the subject"        # "Are broadly speaking, offensive and defensive linemen ...?"
