@@ -986,3 +986,12 @@ def test_no_question_from_a_heading_and_no_count_of_a_ranked_phrase():
     assert not any(q.startswith("How many") for q in got), got
     assert "How many watchtowers did the guards build along the wall?" in [
         qa.question for qa in passage_questions("The guards built 302 watchtowers along the wall.", "")]
+
+
+def test_a_lower_case_word_the_tagger_calls_a_person_is_asked_with_what():
+    # "Who has a unique ID?" - "Each dialog node" (spaCy: "node" PERSON)
+    got = [qa.question for qa in passage_questions("A valid dialog always satisfies the following criteria. Each "
+                                                   "dialog node has a unique ID (the dialog_node property).", "")]
+    assert not any(q.startswith("Who") for q in got), got
+    assert "Who founded Microsoft in 1975?" in [qa.question for qa in passage_questions(
+        "Bill Gates founded Microsoft in 1975.", "")]

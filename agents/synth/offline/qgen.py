@@ -1147,7 +1147,7 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                              and any(x.dep_ in ("xcomp", "ccomp") and x.i > c.i for x in v.children)):
                 # (not the doer of a "to" clause after it: "has enabled gay men ... to have children" gave "What has it
                 # enabled to have children?"; "uses an index to select" is a purpose: "What does it use to select?")
-                wh = "Who" if c.ent_type_ == "PERSON" else "What"
+                wh = "Who" if c.ent_type_ == "PERSON" and c.text[:1].isupper() else "What"
                 qtype = "who" if wh == "Who" else "what"
                 if (v.lemma_ in _DURATION_VERBS or v.lemma_ in ("spend", "wait", "serve", "stay", "live", "work")
                         and any(x.dep_ == "nummod" for x in c.children)) \
@@ -1171,7 +1171,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             out.append(QA(question=q, qtype="how_many", answer=_text(num.subtree) + " " + noun,
                           sentence=_text(sent), verb=v.lemma_, sent_index=idx, score=1.2))
     # subject who: "Bill Gates founded Microsoft" -> "Who founded Microsoft?" (the object is the topic)
-    if subj_ent in ("PERSON", "ORG") and not clause.passive and not subj_is_pron and v.lemma_ != "be":
+    if subj_ent in ("PERSON", "ORG") and not clause.passive and not subj_is_pron and v.lemma_ != "be" \
+            and clause.subj.text[:1].isupper():
+        # (a lower-case word the tagger calls a person is none: "Each dialog node has a unique ID" gave "Who has a
+        # unique ID?")
         dobj = next((c for c in clause.comps if c.dep_ == "dobj"), None)
         if dobj is not None:
             obj_toks = np_tokens(dobj, 6)
