@@ -1113,3 +1113,12 @@ def test_refer_back_replaces_no_phrase_that_goes_on_past_its_chunk():
             "standalone_question": "How many speakers can the speaker labels handle?"}]
     assert refer_back("Is the speaker labels feature beta functionality?", seg) is None
     assert refer_back("Do the speaker labels support Czech?", seg) == "Do they support Czech?"
+
+
+def test_a_one_word_page_the_conversation_writes_as_a_name_keeps_its_capital():
+    # "What does the first season introduce in friends?": the page "Friends" is in its passage's title line only
+    from agents.synth.offline.discourse import _context_phrase
+    p = {"title": "Friends", "text": "Friends\nThe first season introduces the six main characters."}
+    q = "What does the first season introduce?"
+    assert _context_phrase(q, p, ["friends"], "The cast of Friends won awards. Rachel is on Friends.") == "Friends"
+    assert _context_phrase(q, p, ["friends"], "She met her friends. Friends matter.") == "friends"

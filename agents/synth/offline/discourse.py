@@ -776,11 +776,11 @@ def context_phrase(question: str, passage: dict, candidates: list[str], history:
     passage about it -> "IBM Cloud Object Storage"), with the article and the case that the passage or the
     conversation so far (``history``: its questions, answers and passages) give it (:func:`_as_phrase`: "the
     United States", "the economy of India"); "" when none."""
-    found = _context_phrase(question, passage, candidates)
+    found = _context_phrase(question, passage, candidates, history)
     return _as_phrase(found, passage["text"][:4000], history) if found else ""
 
 
-def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
+def _context_phrase(question: str, passage: dict, candidates: list[str], history: str = "") -> str:
     qw = {w.lower() for w in re.findall(r"[^\W_]+", question)}
     title = passage.get("title") or ""
     text = passage["text"][:4000] + "\n" + title     # the text's own wording first
@@ -812,6 +812,9 @@ def _context_phrase(question: str, passage: dict, candidates: list[str]) -> str:
             found = name                       # only in the title line: the title, its sentence case undone
             if _names_something(found, text) or len(kw) >= 2:
                 return found
+            if page and _written_as_a_name(found, history):
+                return found          # a one-word page the conversation writes as a name: "in Friends", "in Celts"
+                                      # (the passage has it in its title line only), not "in friends"
             if page and _common_noun(found):
                 # a one-word page about a common thing: "the cashew" where the text writes the article, a mass
                 # noun without one ("apoptosis", not "the apoptosis")
@@ -842,6 +845,12 @@ _THE_HEADS = frozenset("""wall empire states kingdom republic union court ages u
 church army navy party league association federation council senate parliament congress station guild award awards
 prize cup bowl series war revolution movement dynasty confederacy commonwealth emirates islands mountains alps desert
 valley basin peninsula strait channel institute foundation museum tower bridge""".split())
+
+
+def _written_as_a_name(word: str, text: str) -> bool:
+    """``text`` writes ``word`` with its capital inside a sentence and never in lower case there."""
+    inside = [m.group(0) for m in re.finditer(rf"(?<=[a-z,;] ){re.escape(word)}\b", text, re.IGNORECASE)]
+    return bool(inside) and all(w[:1].isupper() for w in inside)
 
 
 def _as_phrase(found: str, text: str, history: str) -> str:
