@@ -932,6 +932,12 @@ def test_no_question_keeps_a_measure_as_a_thing_or_a_phrase_without_its_bound_pa
     # a rate without what it is a rate of
     got = qs("Elite athletes have a significantly higher rate in eating disorders.")
     assert not any(q.endswith("higher rate?") for q in got), got
+    # nor a measure of a comparison: "How many kilometres can smaller riverboats reach higher?"
+    got = qs("Smaller riverboats can reach 780 kilometres (480 mi) higher, as far as Achual Point.")
+    assert not any(q.startswith(("How many", "What")) for q in got), got
+    # a run of titles is no sentence: "Where is the Lamplighter My Bed a Boat?"
+    assert qs("Poems include Auntie's Skirts The Land of Counterpane The Land of Nod My Shadow System A Good Boy Escape "
+              "at Bedtime Marching Song The Cow Happy Thought and The Lamplighter.") == []
     # a stretch of time is asked with "How long", not as a thing
     got = qs("Feinman spent seven months on the project.")
     assert "How long did Feinman spend on the project?" in got and not any(q.startswith("What") for q in got), got

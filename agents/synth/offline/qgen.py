@@ -866,8 +866,11 @@ def sentence_ok(sent) -> bool:
     if infobox(sent.text):
         return False        # an infobox flattened into text: "Specialty Hematology Symptoms Attacks of pain, ..."
     words = [t for t in toks if t.is_alpha]
-    if not sent.text.rstrip().endswith((".", "!", ")", '"', "'")) and words \
-            and sum(t.text[:1].isupper() for t in words) >= 0.6 * len(words):
+    caps = sum(t.text[:1].isupper() for t in words)
+    if len(words) >= 10 and caps >= 0.7 * len(words):
+        return False        # a run of titles or names: "Auntie's Skirts The Land of Counterpane The Land of Nod My
+                            # Shadow ..." gave "Where is the Lamplighter My Bed a Boat?"
+    if not sent.text.rstrip().endswith((".", "!", ")", '"', "'")) and words and caps >= 0.6 * len(words):
         return False        # a heading or a link's label: "Red Hat OpenShift on IBM Cloud version 4.10 CIS Kubernetes
                             # Benchmark" gave "Who version 4.10 CIS Kubernetes Benchmark?"
     return alpha >= 0.75 and sym <= 2 and sent.text.strip()[:1].isupper()
@@ -1114,7 +1117,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                                       answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
                                       template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind,
                                       verb=v.lemma_, sent_index=idx, score=1.3))
-            if num is not None and c.tag_ == "NNS" and c.ent_type_ == "QUANTITY" and v.lemma_ not in _DURATION_VERBS:
+            if num is not None and c.tag_ == "NNS" and c.ent_type_ == "QUANTITY" and v.lemma_ not in _DURATION_VERBS \
+                    and not any(x.tag_ in ("RBR", "JJR") for x in v.children):
+                # (not a measure of a comparison: "can reach 780 kilometres higher")
                 # a measure: "flows 419 miles into Delaware Bay" -> "How many miles does the river flow into ...?"
                 vp_rest = _vp(clause, {c.i})
                 vg = _verb_group(clause, True, ["{T}"])
