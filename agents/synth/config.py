@@ -27,6 +27,9 @@ class SynthConfig(BaseModel):
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")
+    empty_attempts_extra: int = Field(3, ge=0, description=(
+        "attempts beyond max_attempts for a turn whose shown passages had nothing to ask (no candidate written, so "
+        "nothing was rejected); each shows other passages of the pool"))
     min_answer_chars: int = Field(0, ge=0, description="verbosity floor for answers")
     uniqueness_k: int = Field(10, ge=1, description="top-k of the whole corpus checked for other answering passages")
     uniqueness_retriever: Literal["bm25", "dense", "hybrid"] = "hybrid"

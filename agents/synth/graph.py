@@ -36,13 +36,16 @@ __all__ = ["ConvState", "GraphContext", "build_graph", "GRAPH_VERSION"]
 GRAPH_VERSION = "g2-root-state-select-in-question-commit-in-humanize"
 
 
-def _after_call(state: ConvState, max_attempts: int, accepted: str) -> str:
+def _after_call(state: ConvState, max_attempts: int, accepted: str, empty_extra: int = 0) -> str:
     """Route after a node that may reject the candidate: a failed call ends the turn, a
-    rejection retries (or gives up after ``max_attempts``), an accepted candidate goes on."""
+    rejection retries (or gives up after ``max_attempts``), an accepted candidate goes on. Up to
+    ``empty_extra`` attempts whose shown passages had nothing to ask (no candidate written:
+    ``empty_attempts``) do not count against ``max_attempts``: each shows other passages of the pool."""
     if state.get("turn_error"):
         return "commit"
     if state.get("cand") is None:
-        return "retry" if state.get("attempt", 0) + 1 < max_attempts else "commit"
+        limit = max_attempts + min(state.get("empty_attempts", 0), empty_extra)
+        return "retry" if state.get("attempt", 0) + 1 < limit else "commit"
     return accepted
 
 
@@ -85,7 +88,7 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         return node
 
     def then(accepted: str):
-        return route(lambda state: _after_call(state, ctx.cfg.max_attempts, accepted))
+        return route(lambda state: _after_call(state, ctx.cfg.max_attempts, accepted, ctx.cfg.empty_attempts_extra))
 
     async def select_then_question(state: dict) -> dict:
         state = {**state, **await turn.select(ctx, state)}

@@ -134,7 +134,8 @@ def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason(monkeypa
     """The offline questioner with nothing to ask of the shown passages (a navigation line) rejects the attempt
     rather than end the turn: the next attempt's selection shows another passage of the pool, and its best
     candidate is asked (an attempt with nothing to ask does not count as a rejected candidate). With nothing
-    askable in the pool the turn is recorded failed after max_attempts, with the reason."""
+    askable in the pool the turn is recorded failed after max_attempts plus empty_attempts_extra (attempts that
+    had nothing to ask rejected nothing), with the reason."""
     import agents.synth.offline.questioning as oq
     corpus = {**CORPUS, "junk": JUNK}
     seen = []
@@ -162,5 +163,18 @@ def test_nothing_to_ask_shows_other_passages_then_fails_with_the_reason(monkeypa
     assert any(t["verifier_attempts"] > 1 for t in turns)       # the junk passage was shown first at least once
     assert ["berlin"] in [ids for ids, _ in seen] and all(a == 0 for ids, a in seen if ids == ["berlin"])
     (t,) = [run(["junk"], 0)]
-    assert t["status"] == "failed" and t["verifier_attempts"] == 3
-    assert t["failure_reason"].startswith("no accepted question after 3 attempts; last: no question left")
+    assert t["status"] == "failed" and t["verifier_attempts"] == 3 + SynthConfig().empty_attempts_extra == 6
+    assert t["failure_reason"].startswith("no accepted question after 6 attempts; last: no question left")
+
+
+def test_only_attempts_with_nothing_to_ask_get_extra_tries():
+    from agents.synth.graph import _after_call
+    # a candidate rejected on each of 3 attempts: the turn ends
+    assert _after_call({"attempt": 2, "empty_attempts": 0, "cand": None}, 3, "answer", 3) == "commit"
+    assert _after_call({"attempt": 1, "empty_attempts": 0, "cand": None}, 3, "answer", 3) == "retry"
+    # two of them had nothing to ask: two more tries, up to the extra budget
+    assert _after_call({"attempt": 2, "empty_attempts": 2, "cand": None}, 3, "answer", 3) == "retry"
+    assert _after_call({"attempt": 4, "empty_attempts": 2, "cand": None}, 3, "answer", 3) == "commit"
+    assert _after_call({"attempt": 5, "empty_attempts": 6, "cand": None}, 3, "answer", 3) == "commit"
+    assert _after_call({"attempt": 2, "empty_attempts": 2, "cand": None}, 3, "answer", 0) == "commit"
+    assert _after_call({"attempt": 0, "cand": {"q": 1}}, 3, "answer", 3) == "answer"

@@ -1122,3 +1122,13 @@ def test_a_one_word_page_the_conversation_writes_as_a_name_keeps_its_capital():
     q = "What does the first season introduce?"
     assert _context_phrase(q, p, ["friends"], "The cast of Friends won awards. Rachel is on Friends.") == "Friends"
     assert _context_phrase(q, p, ["friends"], "She met her friends. Friends matter.") == "friends"
+
+
+
+def test_a_pointing_phrase_is_no_context():
+    # "What does the retrieveSubscriptionsWithCompletionHandler API return in the following Swift method?"
+    from agents.synth.offline.discourse import context_candidates
+    seg = [{"question": "What does the API return?", "title": "", "standalone_question": "What does the API return?",
+            "answer": "A list of subscriptions. Call the following Swift method to list the subscriptions.",
+            "gold_text": "Call the following Swift method to list the subscriptions in Event Notifications."}]
+    assert not any("following" in c for c in context_candidates(seg)), context_candidates(seg)

@@ -43,6 +43,8 @@ def test_detokenize_undoes_tokenised_spacing():
     ("Were the first triumphal arches set up in the time?", "cut off"),
     ("What can user applications can change to a finite value?", "modal twice"),   # "can then can change"
     ("When did they account for?", "dangling preposition"),                    # an adjunct wh-word strands nothing
+    ("Is highlight' parameter a boolean?", "unbalanced quotes"),               # of "'highlight' parameter"
+    ("Is it the 'passages parameter?", "unbalanced quotes"),
 ])
 def test_well_formed_rejects_broken_surfaces(q, reason):
     assert reason in (well_formed(q) or "")
@@ -53,7 +55,8 @@ def test_well_formed_rejects_broken_surfaces(q, reason):
                                "Why doesn't the cluster start at boot time?", "Does it replicate data across zones?",
                                "Are they available in the basic plan?", "What did they read in 1990?",
                                "Where did the Celts come from?", "What did the settlers look for?",
-                               "How many people did it account for?"])
+                               "How many people did it account for?", "Is the 'highlight' parameter a boolean?",
+                               "Did the players' union strike?", "Is rock 'n' roll popular?"])
 def test_well_formed_accepts_questions(q):
     assert well_formed(q) is None
 

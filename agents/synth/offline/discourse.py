@@ -756,7 +756,7 @@ _PEOPLE_HEADS = {"engineer", "engineers", "administrator", "administrators", "ad
 # (groups of people as well: "What did a hermit establish in Roman authorities?", "... in axis powers?")
 
 _DEICTIC = {"this", "that", "these", "those", "its", "their", "his", "her", "our", "your", "my", "some", "any",
-            "available"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
+            "available", "following", "above", "below", "previous", "preceding"}     # "this initiative", "its sewer plants": no context to name ("... in this World War II?")
 _MANY = {"numerous", "various", "multiple", "countless", "certain", "different"}     # (and _SOME_OR_NONE)
 # "numerous American cities" is how many, not which: no context ("... for numerous American cities?")
 

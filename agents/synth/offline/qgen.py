@@ -1657,6 +1657,16 @@ def points_at_the_page(question: str) -> bool:
     return _LAYOUT.search(question) is not None
 
 
+def _unpaired_single_quote(q: str) -> bool:
+    """A single quote that opens a quotation with none to close it, or closes one never opened (a closing one after
+    an "s" may be a plural's possessive: "the players' union"): "Is highlight' parameter a boolean?" (from "New
+    support for 'highlight' parameter")."""
+    opening = len(re.findall(r"(?<!\w)'(?=\w)", q))
+    closing = re.findall(r"(?<=\w)'(?!\w)", q)
+    after_s = len(re.findall(r"(?<=s)'(?!\w)", q))
+    return len(closing) - after_s > opening or opening > len(closing)
+
+
 def well_formed(question: str, followup: bool = False) -> str | None:
     """``None`` when ``question`` is a well-formed English question, else the reason.
 
@@ -1681,7 +1691,7 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     for a, b in ("()", "[]"):
         if q.count(a) != q.count(b):
             return "unbalanced brackets"
-    if q.count('"') % 2:
+    if q.count('"') % 2 or _unpaired_single_quote(q):
         return "unbalanced quotes"
     words = q[:-1].split()
     lo = 2 if followup else 5
