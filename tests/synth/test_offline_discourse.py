@@ -52,6 +52,13 @@ def test_ellipsis_reuses_the_previous_frame_for_a_new_topic():
     great = QA(question="When was the Great Wall built?", qtype="when", answer="", sentence="",
                template="When was {T} built", topic="the Great Wall", verb="build")
     assert render(great, seg, SHARES, 0.05) == ("What about the Great Wall?", "ellipsis")
+    # the same verb with another predicate is no same frame: "What about a subject of research?" for "Is a subject of
+    # research the formation of the Moon?" after "Is the Moon a satellite?"
+    seg = [{"question": "Is the Moon a satellite?", "standalone_question": "Is the Moon a natural satellite?",
+            "answer": "Yes. The Moon is a natural satellite."}]
+    research = QA(question="Is a subject of research the formation of the Moon?", qtype="yesno", answer="Yes",
+                  sentence="", template="Is {T} the formation of the Moon", topic="a subject of research", verb="be")
+    assert render(research, seg, SHARES, 0.05)[1] != "ellipsis"
 
 
 def test_unrelated_topic_stays_explicit():
@@ -1132,3 +1139,17 @@ def test_a_pointing_phrase_is_no_context():
             "answer": "A list of subscriptions. Call the following Swift method to list the subscriptions.",
             "gold_text": "Call the following Swift method to list the subscriptions in Event Notifications."}]
     assert not any("following" in c for c in context_candidates(seg)), context_candidates(seg)
+
+
+def test_refer_back_says_there_of_a_place_and_never_splits_a_phrase_or_a_particle_verb():
+    # "Did the 4th Texas Infantry lose its flag at it?", "Is it estuary the site of wetlands?", "Did the Texans call out
+    # them?"
+    from agents.synth.offline.discourse import refer_back
+    seg = [{"question": "What happened at Sharpsburg?", "standalone_question": "What happened at Sharpsburg in Maryland?",
+            "answer": "The battle of Antietam was fought at Sharpsburg, Maryland, by the Hudson River and Tar Heels."}]
+    assert refer_back("Did the 4th Texas Infantry lose its flag at Sharpsburg?", seg) == \
+        "Did the 4th Texas Infantry lose its flag there?"
+    seg[0]["standalone_question"] = "Why does the Hudson River have Tar Heels?"
+    assert refer_back("Is the Hudson River estuary the site of wetlands?", seg) is None
+    assert refer_back("Did the Texans call out Tar Heels?", seg) is None
+    assert refer_back("Does the Hudson River flow into the sea?", seg) == "Does it flow into the sea?"

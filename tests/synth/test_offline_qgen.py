@@ -1004,3 +1004,10 @@ def test_a_lower_case_word_the_tagger_calls_a_person_is_asked_with_what():
     assert not any(q.startswith("Who") for q in got), got
     assert "Who founded Microsoft in 1975?" in [qa.question for qa in passage_questions(
         "Bill Gates founded Microsoft in 1975.", "")]
+
+
+def test_no_question_of_a_relative_clauses_subject():
+    # "Is use of which a specified fraction of the mean tropical year?"
+    got = [qa.question for qa in passage_questions("The tropical year is defined by the mean sun, use of which is a "
+                                                   "specified fraction of the mean tropical year.", "")]
+    assert not any("which" in q for q in got) and got, got

@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import _RESTRICT_PREPS, QA, finish, well_formed
-from agents.synth.text import page_name, phrase_pattern
+from agents.synth.text import content_words, page_name, phrase_pattern
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
 OBJ = {"SING": "it", "PLUR": "them", "PERSON": "him"}
@@ -370,8 +370,12 @@ def _ellipsis_form(qa: QA, segment: list[dict], topics: list[str]) -> str | None
     prev_wh = prev.split()[0].lower() if prev else ""
     cur_wh = qa.question.split()[0].lower()
     rank = coreferable(qa, topics)
-    if qa.verb and qa.verb == prev_verb and prev_wh == cur_wh and rank is None and qa.topic:
-        return f"What about {qa.topic}"        # same frame, new topic
+    frame = set(content_words(qa.question)) - set(content_words(qa.topic))
+    if qa.verb and qa.verb == prev_verb and prev_wh == cur_wh and rank is None and qa.topic \
+            and frame <= set(content_words(prev)):
+        return f"What about {qa.topic}"        # same frame, new topic (the rest of the question is the one before's:
+                                               # not "What about a subject of research?" for "Is a subject of research
+                                               # the formation of the Moon?" after another "Is ...?")
     poss = re.search(r"^what (?:is|was|are|were) the ((?:\w+ ){0,2}\w+) of \{T\}$", qa.template, re.IGNORECASE)
     if poss and rank == 0:
         return f"And {POSS[qa.topic_kind]} {poss.group(1)}"
@@ -553,12 +557,15 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
                 or (c.end < len(doc) and doc[c.end].pos_ == "VERB" and root.dep_ == "dobj") \
                 or (c.end < len(doc) and doc[c.end].pos_ in ("NOUN", "PROPN")) \
                 or (root.dep_ == "nsubj" and root.head.tag_ in ("VBP", "VBZ", "VB")
-                    and any(a.dep_ == "aux" and a.lemma_ == "be" for a in root.head.children)):
+                    and any(a.dep_ == "aux" and a.lemma_ == "be" for a in root.head.children)) \
+                or (c.end < len(doc) and doc[c.end].tag_ == "VB" and doc[0].lemma_ == "be") \
+                or (c.start > 0 and doc[c.start - 1].dep_ == "prt"):
             continue          # a predicate ("Was Vespasian it?"), half a phrase ("domain they"), an amount
                               # ("Did Feinman spend them on the project?") or a misparse
                               # ("What may hematopoietic them cross?": the object is the verb's subject; "Is it
-                              # feature beta functionality?": the phrase goes on past the chunk the parser saw, a noun
-                              # read as a verb after "Is")
+                              # feature beta functionality?", "Is it estuary the site ...?": the phrase goes on past the
+                              # chunk the parser saw, a noun read as a verb after "Is"; "Did the Texans call out them?":
+                              # a pronoun goes before the particle)
         n = norm_np(c.text)
         if n in people or any(n in p.split() or p.endswith(" " + n) for p in people) \
                 or any(t.tag_ == "PRP$" or t.pos_ == "PRON" for t in c):
@@ -591,6 +598,11 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             elif aux & _PLUR_AUX:
                 plural = True
             rep = "they" if plural else "it"
+        elif dep == "pobj" and root.head.lower_ in ("at", "in", "near") and root.ent_type_ in ("GPE", "LOC", "FAC") \
+                and root.head.i == c.start - 1:
+            rep, start = "there", root.head.i        # a place: "Did they lose their flag there?", not "... at it?"
+        elif dep == "pobj" and root.head.lower_ == "at" and root.pos_ == "PROPN":
+            continue          # "at it" of a name reads as no place
         elif dep in ("dobj", "pobj", "dative"):
             rep = "them" if plural else "it"
         else:

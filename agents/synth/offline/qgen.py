@@ -575,6 +575,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
         return " ".join(["the", *rest, "of", ant]), _kind(subj)
     if any(t.lower_ in PRONOUNS and t.dep_ in ("poss", "det") and t.lower_ not in ("that",) for t in toks):
         return None
+    if any(t.tag_ in ("WDT", "WP", "WP$") for t in toks):
+        return None     # a relative clause's subject: "use of which" gave "Is use of which a specified fraction ...?"
     page = _page_description(toks, antecedents)
     if page:
         return page, "SING"      # "The film passed $1 billion" on the Incredibles 2 page: Incredibles 2 did
