@@ -103,6 +103,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     return {"passages": shown, "history": visible_history(state),
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
             "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0),
+            # an attempt past max_attempts (the earlier ones had nothing to ask: ``empty_attempts_extra``)
+            "extra_attempt": state.get("attempt", 0) >= ctx.cfg.max_attempts,
             "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
             "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],

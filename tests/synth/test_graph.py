@@ -2,6 +2,7 @@
 regeneration), standalone question after a topic switch, unanswerable turns."""
 import asyncio
 import json
+import pytest
 
 from agents.config import LLMConfig
 from agents.testing.fake_server import Reply
@@ -178,3 +179,21 @@ def test_only_attempts_with_nothing_to_ask_get_extra_tries():
     assert _after_call({"attempt": 5, "empty_attempts": 6, "cand": None}, 3, "answer", 3) == "commit"
     assert _after_call({"attempt": 2, "empty_attempts": 2, "cand": None}, 3, "answer", 0) == "commit"
     assert _after_call({"attempt": 0, "cand": {"q": 1}}, 3, "answer", 3) == "answer"
+
+
+def test_an_extra_attempt_takes_no_follow_up_asked_in_full():
+    """An attempt past max_attempts (the earlier ones had nothing to ask) looks for the conversation's thread: a
+    follow-up that could only be asked in full is not taken there (the same candidate is on a first attempt)."""
+    from agents.synth.offline.questioning import ask
+    from agents.synth.questioner import NothingToAsk
+    seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
+            "answer": "1961. The Berlin Wall was built in 1961.", "title": "Berlin Wall",
+            "gold_text": "The Berlin Wall was built in 1961."}]
+    x = {"passages": [{"doc_id": "p", "title": "Checkpoint Charlie", "text": "Checkpoint Charlie was the best-known "
+                       "crossing point between East Berlin and West Berlin during the Cold War. The Allies built it in "
+                       "1961."}],
+         "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
+         "discourse": {"yesno": 1.0, "request": 0.0}}
+    assert ask(x)[1] == ask(x)[2]                         # asked in full on a first attempt
+    with pytest.raises(NothingToAsk):
+        ask({**x, "extra_attempt": True})

@@ -178,6 +178,9 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
             else (qa.question, qa.question, True)
         # a follow-up that leans on the conversation (a pronoun, a shorter name, ellipsis, an implicit
         # context) ranks above one that could only be asked in full, as people's follow-ups do
+        if segment and x.get("extra_attempt") and not rendered[2]:
+            continue        # an extra attempt (the first ones had nothing to ask) looks for the thread, and a
+                            # question asked in full of whatever other passage it is shown is a jump, not a follow-up
         head.append((-neg - (0.0 if rendered[2] else EXPLICIT_PENALTY), i, qa, rendered))
         if len(head) >= HEAD + x.get("attempt", 0):
             break
@@ -186,6 +189,9 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
         head = _with_need(head, need, passages, x.get("attempt", 0))
     if x.get("attempt", 0) >= len(head):
+        if segment and x.get("extra_attempt"):
+            raise NothingToAsk("no follow-up that leans on the conversation in the shown passages (an extra attempt "
+                               "takes no question asked in full)")
         return (*_fallback(x, unrelated), [])
     head.sort(key=lambda r: -r[0])      # stable: ties keep the ranking's order
     _, i, qa, (asked, standalone, _) = head[x.get("attempt", 0)]
