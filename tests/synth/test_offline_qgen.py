@@ -1011,3 +1011,21 @@ def test_no_question_of_a_relative_clauses_subject():
     got = [qa.question for qa in passage_questions("The tropical year is defined by the mean sun, use of which is a "
                                                    "specified fraction of the mean tropical year.", "")]
     assert not any("which" in q for q in got) and got, got
+
+
+def test_how_many_names_what_it_counts():
+    # "How many did the government arrest?" (of "over 60,000 national and local Congress leaders")
+    got = [qa.question for qa in passage_questions("The government immediately arrested over 60,000 national and "
+                                                   "local Congress leaders in August 1942.", "")]
+    assert not any(q.startswith("How many did") for q in got), got
+    assert "When did the government arrest over 60,000 national and local Congress leaders?" in got
+
+
+def test_a_place_without_its_of_phrase_is_half_said():
+    # "What did Stalin leave in the hands?", then "Did Stalin leave most economic wartime management decisions?"
+    got = [qa.question for qa in passage_questions(
+        "While there is substantial debate whether Stalin helped or hindered these industrial and manpower efforts, "
+        "Stalin left most economic wartime management decisions in the hands of his economic experts.", "")]
+    assert not any("Stalin" in q for q in got), got
+    assert "What did the army reach in December 1941?" in [qa.question for qa in passage_questions(
+        "The army reached the outskirts of Moscow in December 1941.", "")]

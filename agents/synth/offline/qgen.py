@@ -322,6 +322,10 @@ _OF_HEADS = {"%", "percent", "number", "series", "lot", "couple", "majority", "m
              "portion", "amount", "one", "some", "most", "all", "many", "each", "none", "both", "bunch", "pair",
              "example", "examples", "instance", "instances",     # "many examples (of the arcus quadrifrons)"
              "average", "maximum", "minimum"}                    # "an average (of four to five years)"
+# places in or on something, which say nothing without their "of" phrase either: "in the hands (of the Allies)", "at the
+# end (of the war)" (as an object they are an answer: "What did the army reach?" - "the outskirts of Moscow")
+_PLACE_OF_HEADS = {"hands", "side", "end", "top", "bottom", "front", "middle", "beginning", "edge", "center", "centre",
+                   "wake", "eve", "outskirts", "foot"}
 # heads that are a measure of what their phrase names, in whatever preposition: "a higher rate (in eating disorders)"
 _SCALE_HEADS = {"rate", "level", "percentage", "proportion", "ratio", "incidence", "prevalence", "frequency", "risk"}
 
@@ -332,7 +336,8 @@ _MEASURES = {"kilogram", "gram", "tonne", "ton", "pound", "ounce", "litre", "lit
 
 
 def _needs_of(head) -> bool:
-    return head.lower_ in _OF_HEADS and any(c.dep_ == "prep" and c.lower_ == "of" for c in head.children)
+    return head.lower_ in _OF_HEADS | _PLACE_OF_HEADS and any(c.dep_ == "prep" and c.lower_ == "of"
+                                                              for c in head.children)
 
 
 def _of_core(prep, head) -> set:
@@ -728,6 +733,9 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
             toks = None             # "this song", "such donors", "to cast him": points into the passage, unknown
                                     # to the asker
         if toks is None:
+            if c.dep_ == "prep" and any(x.dep_ == "pobj" and x.lower_ in _PLACE_OF_HEADS for x in c.children):
+                return None         # "left the decisions in the hands (of his economic experts)": the place is the
+                                    # point, no "Did Stalin leave most economic wartime management decisions?"
             if c.dep_ in ("dobj", "attr", "acomp", "xcomp", "oprd") or (c.dep_ == "prep" and c.i == clause.verb.i + 1):
                 return None        # an essential complement we cannot shorten ("accounted for about 52.1% of ...")
             continue
@@ -1114,7 +1122,8 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                     tmpl = " ".join(["How many"] + obj_words + vg + vp_rest)
                     # (not when a word before the count says which ones: "the last two results" gives no "How many
                     # last results ...?")
-                    if not any(t.i < num.i for t in obj_toks):
+                    if not any(t.i < num.i for t in obj_toks) and any(t.i == c.i for t in obj_toks):
+                        # (and the counted noun itself is there: no "How many did the government arrest?")
                         out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
                                       answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
                                       template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind,
