@@ -197,3 +197,29 @@ def test_an_extra_attempt_takes_no_follow_up_asked_in_full():
     assert ask(x)[1] == ask(x)[2]                         # asked in full on a first attempt
     with pytest.raises(NothingToAsk):
         ask({**x, "extra_attempt": True})
+
+
+def test_an_extra_attempt_takes_only_a_follow_up_that_needs_the_conversation():
+    from agents.synth.offline.questioning import ask
+    from agents.synth.questioner import NothingToAsk
+
+    class Need:
+        weight = 3.0
+
+        def __init__(self, gain):
+            self.gain = gain
+
+        def __call__(self, gold, asked, standalone):
+            return 0.0 if asked == standalone else self.gain
+    seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
+            "answer": "1961. The Berlin Wall was built in 1961.", "title": "Berlin Wall",
+            "gold_text": "The Berlin Wall was built in 1961."}]
+    x = {"passages": [{"doc_id": "w", "title": "Berlin Wall", "text": "The Berlin Wall divided Berlin from 1961 to "
+                       "1989. The Berlin Wall was demolished in 1990 by the East German government."}],
+         "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
+         "discourse": {"pronoun": 1.0, "short": 0.0, "ellipsis": 0.0, "yesno": 0.0, "request": 0.0}}
+    _, asked, standalone, _ = ask({**x, "need": Need(1.0), "extra_attempt": True})
+    assert asked != standalone                           # it leans, and the search needs the conversation to find it
+    with pytest.raises(NothingToAsk):
+        ask({**x, "need": Need(0.0), "extra_attempt": True})      # its own words find it: not on an extra attempt
+    assert ask({**x, "need": Need(0.0)})[1] == asked                # (on a first attempt it is asked)

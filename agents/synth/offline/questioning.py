@@ -184,6 +184,11 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         head.append((-neg - (0.0 if rendered[2] else EXPLICIT_PENALTY), i, qa, rendered))
         if len(head) >= HEAD + x.get("attempt", 0):
             break
+    if need and segment and x.get("extra_attempt"):
+        # an extra attempt takes only a follow-up that needs the conversation to be found: the turns it adds are
+        # conversational ones, not whatever the rest of an exhausted pool still holds
+        head = [h for h in head if h[2].qtype != "compare"
+                and need(passages[h[1]]["doc_id"], h[3][0], h[3][1]) > 0]
     if need and segment:
         # and one the corpus search finds only with the conversation above one its own words find
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
