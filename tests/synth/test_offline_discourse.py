@@ -1153,3 +1153,16 @@ def test_refer_back_says_there_of_a_place_and_never_splits_a_phrase_or_a_particl
     assert refer_back("Is the Hudson River estuary the site of wetlands?", seg) is None
     assert refer_back("Did the Texans call out Tar Heels?", seg) is None
     assert refer_back("Does the Hudson River flow into the sea?", seg) == "Does it flow into the sea?"
+
+
+def test_a_quality_before_a_name_or_a_list_is_no_context():
+    # "... in low F1 scores?", "... in aggressive CSS resets?", "... for Slack, Email?"
+    from agents.synth.offline.discourse import _context_phrase, context_candidates
+    p = {"title": "", "text": "If you see low F1 scores, retrain the model. The model in Watson Assistant improves."}
+    assert _context_phrase("How do I improve the model?", p, ["low f1 scores", "watson assistant"]) == \
+        "Watson Assistant"
+    seg = [{"question": "What do aggressive CSS resets break?", "title": "", "gold_text": "",
+            "standalone_question": "What do aggressive CSS resets break in Watson Assistant?",
+            "answer": "The web chat. Aggressive CSS resets can break the web chat for Slack, Email of Watson Assistant."}]
+    got = context_candidates(seg)
+    assert "aggressive css resets" not in got and not any("," in c or "slack email" in c for c in got), got

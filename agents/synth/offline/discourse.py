@@ -701,6 +701,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
         if k and k not in out and k not in _GENERIC and content \
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS and k.split()[0] not in _UI_VERBS \
+                and "," not in (n or "") \
                 and not _a_person(k, people) and k not in groups \
                 and not (len(k.split()) == 1 and rank >= pages and any(f" {k} " in f" {o} " for o in out)
                          and _only_inside_names(k, text)) \
@@ -743,6 +744,10 @@ def _modifier_led(segment: list[dict]) -> set[str]:
             if pre and all((t.pos_ in ("ADJ", "DET", "NUM") or t.tag_ in ("VBN", "VBG")) and not t.text[:1].isupper()
                            for t in pre) and any(t.pos_ != "DET" or t.lower_ in _SOME_OR_NONE for t in pre):
                 out.add(norm_np(c.text))
+            elif pre and (pre[0].pos_ in ("ADJ", "NUM") or pre[0].tag_ in ("VBN", "VBG")) \
+                    and (pre[0].text.islower() or pre[0].is_sent_start and not pre[0].ent_type_):
+                out.add(norm_np(c.text))        # a lower-case quality before a name: "aggressive CSS resets", "low
+                                                # F1 scores" say which ones, they name no context
     return out
 
 
@@ -819,6 +824,10 @@ def _context_phrase(question: str, passage: dict, candidates: list[str], history
                               # ("... in Jack in the Box?")
         m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
+        fw = found.split()
+        if len(fw) >= 2 and fw[0].islower() and fw[0] not in ("the", "a", "an") and any(w[:1].isupper() for w in fw[1:]):
+            continue          # a lower-case quality before a name says which ones: "low F1 scores", "aggressive CSS
+                              # resets" are no context ("... in low F1 scores?")
         page = page_key == k                  # the candidate is the passage's page
         if inside is None and norm_np(found) == page_key:
             found = name                       # only in the title line: the title, its sentence case undone
