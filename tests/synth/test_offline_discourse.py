@@ -1166,3 +1166,25 @@ def test_a_quality_before_a_name_or_a_list_is_no_context():
             "answer": "The web chat. Aggressive CSS resets can break the web chat for Slack, Email of Watson Assistant."}]
     got = context_candidates(seg)
     assert "aggressive css resets" not in got and not any("," in c or "slack email" in c for c in got), got
+
+
+def test_no_context_from_a_word_of_a_longer_name_or_from_the_answer():
+    # "What do Alice and the Knave of Hearts visit in Rabbit?" (a White Rabbit passage); "What did the new states join
+    # in the United Nations?" (the answer: "the United Nations")
+    from agents.synth.offline.discourse import _context_phrase
+    from agents.synth.offline.qgen import QA
+    from agents.synth.offline.questioning import _follow_up
+    from agents.synth.offline.discourse import DiscourseShares
+    p = {"title": "White Rabbit", "text": "White Rabbit\nAlice follows the White Rabbit down the hole. Later, the White "
+                                          "Rabbit and Alice visit the Queen."}
+    assert _context_phrase("What do Alice and the Knave of Hearts visit?", p, ["rabbit"]) == ""
+    seg = [{"question": "What does the United Nations coordinate?", "standalone_question":
+            "What does the United Nations coordinate?", "answer": "Aid. The United Nations coordinates aid.",
+            "title": "United Nations", "gold_text": "The United Nations coordinates aid."}]
+    qa = QA(question="What did the new states join?", qtype="what", answer="the United Nations", sentence="",
+            template="What did {T} join", topic="the new states", topic_kind="PLUR", topic_role="subj", verb="join")
+    passages = [{"doc_id": "d", "title": "Decolonisation", "text": "After 1960 the new states joined the United "
+                                                                    "Nations."}]
+    asked, standalone, _ = _follow_up(qa, 0, passages, seg, ["united nations"], ["united nations"],
+                                      DiscourseShares(), [])
+    assert "United Nations" not in standalone, standalone

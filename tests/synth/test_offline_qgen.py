@@ -1029,3 +1029,11 @@ def test_a_place_without_its_of_phrase_is_half_said():
     assert not any("Stalin" in q for q in got), got
     assert "What did the army reach in December 1941?" in [qa.question for qa in passage_questions(
         "The army reached the outskirts of Moscow in December 1941.", "")]
+
+
+def test_no_participle_left_as_a_noun():
+    # "How many points are awarded to the opposing?" (of "the opposing (usually defending) team")
+    got = [qa.question for qa in passage_questions(
+        "The uncommon safety is scored if a player causes the ball to become dead in his own end zone; two points are "
+        "awarded to the opposing (usually defending) team.", "")]
+    assert not any(q.endswith("the opposing?") for q in got), got

@@ -822,6 +822,8 @@ def _context_phrase(question: str, passage: dict, candidates: list[str], history
             continue          # a page title with its own "in" phrase reads wrong after another one ("... in horses in
                               # warfare?", "... in Soviet Union in World War II?"); a name the text writes is kept
                               # ("... in Jack in the Box?")
+        if len(kw) == 1 and _only_inside_names(kw[0], passage["text"][:4000]):
+            continue          # a word of a longer name in this passage: "Rabbit" of "White Rabbit" is no "... in Rabbit?"
         m = inside or ms[0]
         found = re.sub(r"\s+", " ", m.group(0))
         fw = found.split()

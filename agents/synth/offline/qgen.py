@@ -651,6 +651,8 @@ def _comp_tokens(c, limit: int) -> list | None:
         pobj = next((x for x in c.children if x.dep_ in ("pobj", "pcomp")), None)
         if pobj is None:
             return None
+        if pobj.dep_ == "pobj" and _continues_after_bracket(pobj):
+            return None         # the phrase goes on after a bracket: "to the opposing (usually defending) team"
         inner = np_tokens(pobj, max_words=limit - 1) if pobj.dep_ == "pobj" else [t for t in pobj.subtree]
         if not inner:
             return None         # the object said nothing without what was cut: no "... with?" from "with plans to ..."
@@ -669,6 +671,16 @@ def _comp_tokens(c, limit: int) -> list | None:
     if not toks or len(toks) > limit or any(t.text in "()[];:\"" for t in toks):
         return None
     return toks
+
+
+def _continues_after_bracket(tok) -> bool:
+    """``tok`` is followed by a bracketed aside and then by a noun: the phrase the parser cut at the bracket goes on
+    after it ("the opposing (usually defending) team")."""
+    doc = tok.doc
+    if tok.i + 1 >= len(doc) or doc[tok.i + 1].text != "(":
+        return False
+    close = next((t.i for t in doc[tok.i + 1:tok.i + 12] if t.text == ")"), None)
+    return close is not None and close + 1 < len(doc) and doc[close + 1].pos_ in ("NOUN", "PROPN")
 
 
 _RANGE_ENDS = {"to", "until", "till", "through", "down", "up"}

@@ -52,7 +52,7 @@ from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
                                             coreferable, elide_given, full_name, history_mentions, history_text,
-                                            main_name, misrefers,
+                                            main_name, misrefers, norm_np,
                                             mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
@@ -261,6 +261,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
     rank = coreferable(qa, topics)
     ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
         if rank is None and not _defines_a_name(qa.question) else ""
+    if ctx and norm_np(ctx) in norm_np(qa.answer or ""):
+        ctx = ""        # the context is what the question asks for: "What did the new states join?" - "the United
+                        # Nations" gave the rewrite "What did the new states join in the United Nations?"
     standalone = with_context(qa.question, ctx) if ctx else qa.question
     if well_formed(standalone) is not None:
         standalone = qa.question
