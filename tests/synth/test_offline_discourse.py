@@ -1044,6 +1044,11 @@ def test_a_rewrite_names_in_full_what_its_passage_calls_by_a_shorter_name():
     text = "The Delaware River lies to the south. The Hudson River is long. The river is named after Henry Hudson."
     qa = next(q for q in passage_questions(text, "") if q.topic == "the river")
     assert full_name(qa, ["hudson river"], text, "") is None
+    # a conjunct is no shorter name: "Does Juliet compare Romeo and death?" was rewritten "Does Romeo and Juliet
+    # compare Romeo and death?" in a conversation about the play
+    text = "Romeo and Juliet is a tragedy. Juliet later erotically compares Romeo and death."
+    qa = next(q for q in passage_questions(text, "") if q.question.startswith("Does Juliet"))
+    assert full_name(qa, ["romeo and juliet"], text, "") is None
 
 
 def test_a_shorter_name_of_another_thing_of_the_kind_is_not_the_conversations_topic():

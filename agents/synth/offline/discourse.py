@@ -247,6 +247,9 @@ def _names_with_head(head: str, text: str) -> set[str]:
                                                      text)}
 
 
+_JOINERS = {"and", "or", "of", "in", "on", "for", "to", "at", "by", "with", "from", "nor", "but", "versus", "vs"}
+
+
 def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
     """``qa``'s question with its subject, a shorter form of a segment topic ("the river", "the Empire": the passage's
     wording), replaced by the topic's full name as the passage writes it ("the Hudson River", "the Byzantine Empire"):
@@ -256,9 +259,11 @@ def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
     if not qa.template or not qa.topic or "{T}" not in qa.template:
         return None
     t = norm_np(qa.topic)
-    full = next((s for s in topics[:6] if len(s.split()) > len(t.split()) and s.endswith(" " + t)), None)
+    full = next((s for s in topics[:6] if len(s.split()) > len(t.split()) and s.endswith(" " + t)
+                 and not set(s.split()[:-len(t.split())]) & _JOINERS), None)
     if full is None:
-        return None
+        return None       # (nor is a conjunct or a phrase's object a shorter name of it: "Juliet" is not "Romeo and
+                          # Juliet", "Germany" not "the history of Germany")
     ms = list(phrase_pattern(full.split(), possessive=True).finditer(text))
     if not ms:
         return None

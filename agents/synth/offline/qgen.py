@@ -1238,6 +1238,8 @@ def _antecedent_update(sent, antecedents: dict) -> None:
             toks = []       # "its rotation period" names nothing without what "its" is: no antecedent for a later "it"
         if toks and len(toks) <= 6:
             kind = _kind(subj)
+            if kind == "PERSON" and any(t.dep_ in ("cc", "conj") for t in toks):
+                kind = "PLUR"       # "Romeo and Juliet": two people, or a title; never a later "he"
             antecedents[kind] = " ".join(_lower_first(toks))
             if kind == "PERSON":
                 antecedents["PERSON"] = " ".join(t.text for t in toks)
