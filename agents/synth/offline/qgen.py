@@ -701,10 +701,12 @@ def _half_said(prep, inner: list) -> bool:
     pobj = next((x for x in prep.children if x.dep_ == "pobj"), None)
     if pobj is not None and pobj.i in kept and not any(x.dep_ in ("det", "poss") for x in pobj.children) \
             and any(x.dep_ == "prep" and x.i not in kept and (x.lower_ == "of" or x.lower_ in _BOUND_PREPS
-                                                              and pobj.tag_ == "NN" and prep.lower_ in ("in", "on"))
+                                                              and (pobj.tag_ == "NN" and prep.lower_ in ("in", "on")
+                                                                   or pobj.tag_ == "NNS"))
                     for x in pobj.children):
         return True     # a bare noun without its "of" phrase: "in service (of Bulgaria's war ...)", or a bare singular
-                        # noun without the phrase it is bound to: "in alliance (with France)", "in response (to ...)" (not "for revenge
+                        # noun without the phrase it is bound to: "in alliance (with France)", "in response (to ...)", a bare
+                        # plural without its own: "from problems (with fecundity)" (not "for revenge
                         # (with a bag ...)")
     return any(t.lower_ == "as" and t.dep_ == "advmod" for t in inner) and \
         not any(t.lower_ in ("as", "than") and t.dep_ == "prep" for t in inner)
