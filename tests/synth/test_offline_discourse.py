@@ -1193,3 +1193,14 @@ def test_no_context_from_a_word_of_a_longer_name_or_from_the_answer():
     asked, standalone, _ = _follow_up(qa, 0, passages, seg, ["united nations"], ["united nations"],
                                       DiscourseShares(), [])
     assert "United Nations" not in standalone, standalone
+
+
+def test_context_wording_planets_count_nouns_and_aspect_pages():
+    # "... in Earth?", "... in photo booth?", "... in the Causes of World War II?"
+    from agents.synth.offline.discourse import _article_as_written, title_name, with_context
+    assert with_context("What do local differences cause?", "Earth") == "What do local differences cause on Earth?"
+    assert _article_as_written("photo booth", "Photo booths are vending machines. A photo booth has a camera.") == \
+        "the photo booth"
+    assert _article_as_written("apoptosis", "Apoptosis is a process of programmed cell death.") == "apoptosis"
+    assert title_name("Causes of World War II") == "the causes of World War II"
+    assert title_name("Sons of Anarchy") == "Sons of Anarchy"

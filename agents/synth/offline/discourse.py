@@ -176,7 +176,12 @@ def context_preposition(question: str, focus_np: str) -> str:
     """The preposition that adds ``focus_np`` to ``question`` (:func:`with_context`)."""
     if is_event(focus_np) and not re.search(r"\bduring\b", question, re.IGNORECASE):
         return "during"
+    if norm_np(focus_np) in _PLANETS and not re.search(r"\bon\b", question):
+        return "on"         # "... on Earth?", "... on Mars?", not "in Earth"
     return "for" if re.search(r"\bin\b", question) else "in"
+
+
+_PLANETS = {"earth", "mars", "venus", "mercury", "jupiter", "saturn", "uranus", "neptune", "pluto", "moon"}
 
 
 # heads of phrases that name an event or a period: things that happen "during", not places one is "in"
@@ -923,7 +928,12 @@ def _article_as_written(noun: str, text: str) -> str:
     """``the <noun>`` when the text writes the article before it ("the cashew"), else the bare noun (a mass noun:
     "apoptosis", "photosynthesis")."""
     # as a phrase of its own: "the cashew is", not "the football codes"
-    return ("the " + noun) if _with_article(list(phrase_pattern(noun.split()).finditer(text)), text) else noun
+    if _with_article(list(phrase_pattern(noun.split()).finditer(text)), text):
+        return "the " + noun
+    # a count noun (the text writes "a photo booth" or "photo booths") takes "the" too: "in the photo booth", not "in
+    # photo booth"; a mass noun stays bare ("apoptosis", "egg donation")
+    counted = re.search(rf"\b(?:a|an|one)\s+{re.escape(noun)}\b|\b{re.escape(noun)}(?:s|es)\b", text, re.IGNORECASE)
+    return ("the " + noun) if counted else noun
 
 
 _AFTER_NAME = frozenset("""is are was were has have had does do did can could will would may might must should
@@ -963,10 +973,16 @@ def title_name(title: str) -> str:
         doc = parse(t)
         rest_lower = all(not w[:1].isupper() for w in ws[1:] if w.lower() not in ("of", "the", "and", "in"))
         if (doc[0].pos_ == "NOUN" and doc[0].tag_ == "NN" and not any(x.pos_ == "PROPN" for x in doc[:2])) \
+                or (ws[1].lower() == "of" and first.lower() in _TOPIC_PLURALS) \
                 or (rest_lower and not doc.ents):
             # a sentence-case common noun phrase: "Sickle cell disease", "History of Germany"
             t = ("the " if any(x.lower_ == "of" for x in doc[1:3]) else "") + first.lower() + t[len(first):]
     return t
+
+
+# plural heads of a page about an aspect of something ("Causes of World War II"), unlike a name ("Sons of Anarchy")
+_TOPIC_PLURALS = {"causes", "effects", "consequences", "origins", "uses", "applications", "types", "impacts",
+                  "symptoms", "treatments", "characteristics", "criticisms", "benefits", "advantages", "aspects"}
 
 
 _NOTICE = {"important", "note", "notes", "warning", "tip", "caution", "attention", "example", "examples",
