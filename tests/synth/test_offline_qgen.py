@@ -1041,3 +1041,9 @@ def test_no_participle_left_as_a_noun():
         "The uncommon safety is scored if a player causes the ball to become dead in his own end zone; two points are "
         "awarded to the opposing (usually defending) team.", "")]
     assert not any(q.endswith("the opposing?") for q in got), got
+
+
+def test_the_latter_points_into_the_passage():
+    # "What does the latter contain?"
+    assert not any("latter" in qa.question for qa in passage_questions(
+        "Use either a view or a query. The latter contains a list of fields.", ""))

@@ -809,7 +809,8 @@ _POINTING = {"this", "that", "these", "those", "such", "it", "they", "them", "hi
 def _points_back(toks) -> bool:
     """A phrase with a demonstrative or "such" ("this song", "such donors", "of these regions"): which one,
     the passage's previous sentence says."""
-    return any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks)
+    return any(t.lower_ in _DEMONSTRATIVE and t.dep_ in ("det", "amod", "predet") for t in toks) \
+        or any(t.lower_ in ("latter", "former") for t in toks)      # "the latter": of two things just named
 
 
 def _pointing(answer: str) -> bool:
