@@ -1375,11 +1375,29 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out), title))
-    low = f" {text.lower()} "
+    whole = _gender(text)
+    near = {}
+    for qa in out:
+        if qa.topic_kind == "PERSON" and qa.sent_index not in near:
+            # the pronouns of the question's own sentence and the next one say whose they are ("Juliet later compares
+            # Romeo and death. Right before her suicide, she ..." in a passage mostly about Romeo: "she")
+            window = " ".join(x.text for x in sents[qa.sent_index:qa.sent_index + 2]) if qa.sent_index < len(sents) \
+                else ""
+            g = _gender(window, mixed="")
+            near[qa.sent_index] = g or (whole if whole != "mixed" else "they")
+    return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": near.get(qa.sent_index, "they")})
+                 for qa in out)
+
+
+def _gender(text: str, mixed: str = "mixed") -> str:
+    """"he" or "she" when ``text`` uses only that gender's pronouns, ``mixed`` when it uses both, else "they" ("" with
+    ``mixed=""``: no pronoun at all)."""
+    low = f" {re.sub(r'[^a-z]+', ' ', text.lower())} "
     he = low.count(" he ") + low.count(" his ") + low.count(" him ")
     she = low.count(" she ") + low.count(" her ")
-    gender = "she" if she > he else "he" if he else "they"
-    return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": gender}) for qa in out)
+    if he and she:
+        return mixed
+    return "he" if he else "she" if she else ("" if mixed == "" else "they")
 
 
 # nouns that name no thing of their own: what they are is in the words after them ("the result (that history is
