@@ -26,7 +26,9 @@ one asked inside the segment's context that no form applies to refers to the con
 pronoun where people would (:func:`_context_pronoun`: "How do I delete a bucket in it?" for a task in a
 product, "What did the army capture during it?" for an event or a period) or leaves it implicit, by the
 shares; the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
-The ``attempt``-th best is asked (a rejected attempt moves to the next). A follow-up never asks of a passage of
+The ``attempt``-th best is asked (a rejected attempt moves to the next). On an extra attempt (``x["extra_attempt"]``:
+past ``max_attempts``, the earlier ones had nothing to ask, ``synth.empty_attempts_extra``) only a follow-up that leans
+on the conversation and that the corpus search needs the conversation to find is taken; with none the attempt fails. A follow-up never asks of a passage of
 another page that is about something else than the previous turn's (:func:`_unrelated`: people move on to a related
 article, not to whatever else the cluster holds); when the shown passages hold nothing else, the attempt fails
 (:class:`~agents.synth.questioner.NothingToAsk`) and the next one is shown other passages.
