@@ -1375,29 +1375,30 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out), title))
-    whole = _gender(text)
+    low = f" {text.lower()} "
+    he = low.count(" he ") + low.count(" his ") + low.count(" him ")
+    she = low.count(" she ") + low.count(" her ")
+    whole = "she" if she > he else "he" if he else "they"       # the passage's majority, where the sentence says nothing
     near = {}
     for qa in out:
         if qa.topic_kind == "PERSON" and qa.sent_index not in near:
-            # the pronouns of the question's own sentence and the next one say whose they are ("Juliet later compares
-            # Romeo and death. Right before her suicide, she ..." in a passage mostly about Romeo: "she")
+            # where the pronouns of the question's own sentence and the next one disagree with the passage's majority,
+            # the gender is unsure: "they" ("Juliet later compares Romeo and death. Right before her suicide, she ..."
+            # in a passage mostly about Romeo: not "Does he compare ...?"; "she" might be another person's too)
             window = " ".join(x.text for x in sents[qa.sent_index:qa.sent_index + 2]) if qa.sent_index < len(sents) \
                 else ""
             g = _gender(window, mixed="")
-            near[qa.sent_index] = g or (whole if whole != "mixed" else "they")
+            near[qa.sent_index] = whole if not g or g == whole else "they"
     return tuple(qa if qa.topic_kind != "PERSON" else replace(qa, extra={"gender": near.get(qa.sent_index, "they")})
                  for qa in out)
 
 
-def _gender(text: str, mixed: str = "mixed") -> str:
-    """"he" or "she" when ``text`` uses only that gender's pronouns, ``mixed`` when it uses both, else "they" ("" with
-    ``mixed=""``: no pronoun at all)."""
+def _gender(text: str, mixed: str = "") -> str:
+    """"he" or "she" when ``text`` uses only that gender's pronouns, else ``mixed`` (both or none)."""
     low = f" {re.sub(r'[^a-z]+', ' ', text.lower())} "
     he = low.count(" he ") + low.count(" his ") + low.count(" him ")
     she = low.count(" she ") + low.count(" her ")
-    if he and she:
-        return mixed
-    return "he" if he else "she" if she else ("" if mixed == "" else "they")
+    return mixed if bool(he) == bool(she) else "he" if he else "she"
 
 
 # nouns that name no thing of their own: what they are is in the words after them ("the result (that history is
