@@ -837,6 +837,20 @@ def _no_object(clause):
 _MODALS = {"can", "could", "will", "would", "shall", "should", "may", "might", "must"}
 
 
+def _how_many_object(clause, sent, obj, num, obj_words: list[str], subj_words: list[str], subj_kind: str,
+                     idx: int) -> QA | None:
+    """"How many <obj_words> <verb group> <rest>?" of a counted object ``obj`` whose count is ``num``; None when the
+    clause's other complements cannot be kept."""
+    vp_rest = _vp(clause, {obj.i})
+    vg = _verb_group(clause, True, ["{T}"])
+    if vp_rest is None or vg is None:
+        return None
+    tmpl = " ".join(["How many"] + obj_words + vg + vp_rest)
+    return QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
+              answer=_text([t for t in num.subtree]) + " " + obj.text, sentence=_text(sent), template=tmpl,
+              topic=" ".join(subj_words), topic_kind=subj_kind, verb=clause.verb.lemma_, sent_index=idx, score=1.3)
+
+
 def _amount_of(tok, head) -> bool:
     """``tok`` (part of an amount) says how much ``head`` is: it hangs from it through numbers and "of" only ("$6
     million", "a daily payment of $6"), not through a modifier ("a 55-cent Big Mac promotion")."""
@@ -1128,33 +1142,22 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
             if num is not None and c.tag_ == "NNS" and c.ent_type_ in ("", "CARDINAL") \
                     and not any(x.lower_ in ("each", "apiece") for x in c.children):
                 # ("will contain several hundred documents each": a count per thing, no "How many documents each ...?")
-                vp_rest = _vp(clause, {c.i})
-                vg = _verb_group(clause, True, ["{T}"])
-                if vp_rest is not None and vg is not None:
-                    obj_toks = [t for t in np_tokens(c, 6) if t.i != num.i and t.dep_ not in ("det", "quantmod")
-                                and not (t.head.i == num.i)]
-                    obj_words = [t.text for t in obj_toks]
-                    tmpl = " ".join(["How many"] + obj_words + vg + vp_rest)
-                    # (not when a word before the count says which ones: "the last two results" gives no "How many
-                    # last results ...?")
-                    if not any(t.i < num.i for t in obj_toks) and any(t.i == c.i for t in obj_toks):
-                        # (and the counted noun itself is there: no "How many did the government arrest?")
-                        out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
-                                      answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
-                                      template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind,
-                                      verb=v.lemma_, sent_index=idx, score=1.3))
+                obj_toks = [t for t in np_tokens(c, 6) if t.i != num.i and t.dep_ not in ("det", "quantmod")
+                            and not (t.head.i == num.i)]
+                # (not when a word before the count says which ones: "the last two results" gives no "How many
+                # last results ...?"; and the counted noun itself is there: no "How many did the government arrest?")
+                if not any(t.i < num.i for t in obj_toks) and any(t.i == c.i for t in obj_toks):
+                    qa = _how_many_object(clause, sent, c, num, [t.text for t in obj_toks], subj_words, subj_kind, idx)
+                    if qa:
+                        out.append(qa)
             if num is not None and c.tag_ == "NNS" and c.ent_type_ == "QUANTITY" and v.lemma_ not in _DURATION_VERBS \
-                    and not any(x.tag_ in ("RBR", "JJR") for x in v.children):
-                # (not a measure of a comparison: "can reach 780 kilometres higher")
-                # a measure: "flows 419 miles into Delaware Bay" -> "How many miles does the river flow into ...?"
-                vp_rest = _vp(clause, {c.i})
-                vg = _verb_group(clause, True, ["{T}"])
-                if vp_rest is not None and vg is not None and not any(x.dep_ in ("amod", "compound") for x in c.children):
-                    tmpl = " ".join(["How many", c.lower_] + vg + vp_rest)
-                    out.append(QA(question=finish(tmpl.replace("{T}", " ".join(subj_words))), qtype="how_many",
-                                  answer=_text([t for t in num.subtree]) + " " + c.text, sentence=_text(sent),
-                                  template=tmpl, topic=" ".join(subj_words), topic_kind=subj_kind, verb=v.lemma_,
-                                  sent_index=idx, score=1.3))
+                    and not any(x.tag_ in ("RBR", "JJR") for x in v.children) \
+                    and not any(x.dep_ in ("amod", "compound") for x in c.children):
+                # a measure: "flows 419 miles into Delaware Bay" -> "How many miles does the river flow into ...?" (not
+                # a measure of a comparison: "can reach 780 kilometres higher")
+                qa = _how_many_object(clause, sent, c, num, [c.lower_], subj_words, subj_kind, idx)
+                if qa:
+                    out.append(qa)
             if c.ent_type_ == "MONEY" or any(x.ent_type_ == "MONEY" and _amount_of(x, c) for x in c.subtree):
                 # (an amount that is the object, not one that describes it: "a 55-cent Big Mac promotion")
                 money = [t for t in c.subtree if t.ent_type_ == "MONEY"]
@@ -1375,9 +1378,7 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
                 out.append(qa)
         _antecedent_update(sent, antecedents)
     out.extend(heading_questions(text, len(out), title))
-    low = f" {text.lower()} "
-    he = low.count(" he ") + low.count(" his ") + low.count(" him ")
-    she = low.count(" she ") + low.count(" her ")
+    he, she = _pronoun_counts(text, normalise=False)
     whole = "she" if she > he else "he" if he else "they"       # the passage's majority, where the sentence says nothing
     near = {}
     for qa in out:
@@ -1395,10 +1396,14 @@ def passage_questions(text: str, title: str = "") -> tuple[QA, ...]:
 
 def _gender(text: str, mixed: str = "") -> str:
     """"he" or "she" when ``text`` uses only that gender's pronouns, else ``mixed`` (both or none)."""
-    low = f" {re.sub(r'[^a-z]+', ' ', text.lower())} "
-    he = low.count(" he ") + low.count(" his ") + low.count(" him ")
-    she = low.count(" she ") + low.count(" her ")
+    he, she = _pronoun_counts(text)
     return mixed if bool(he) == bool(she) else "he" if he else "she"
+
+
+def _pronoun_counts(text: str, normalise: bool = True) -> tuple[int, int]:
+    """(he/his/him, she/her) word counts of ``text``; ``normalise``: punctuation counts as a word break ("her." too)."""
+    low = f" {re.sub(r'[^a-z]+', ' ', text.lower()) if normalise else text.lower()} "
+    return (low.count(" he ") + low.count(" his ") + low.count(" him "), low.count(" she ") + low.count(" her "))
 
 
 # nouns that name no thing of their own: what they are is in the words after them ("the result (that history is
