@@ -52,9 +52,10 @@ class SynthConfig(BaseModel):
     offline_yesno_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups that "
                                        "may ask a yes/no question (Does it replicate data across zones?); the ranking "
                                        "picks one in most of them")
-    offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a follow-up "
+    offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a question "
                                             "loses per idf unit above 4 of each word that is rare in the corpus and "
-                                            "new to the conversation (people ask follow-ups in the words they have)")
+                                            "new to the conversation, an opening question's subject name aside (people "
+                                            "ask in the words they have)")
     offline_history_need_weight: float = Field(3.0, ge=0, description=(
         "offline backend: ranking points a follow-up that leans on the conversation gains for how much the corpus "
         "search (the uniqueness check's) needs the conversation to find its passage: the gain in 1/log2(1 + rank) of "

@@ -122,3 +122,15 @@ def test_no_yes_no_follow_up_on_what_an_earlier_answer_said_in_another_tense():
     answer = "Feinman. Feinman spent seven months on the project and was paid $120,000 for her work."
     assert _said("Did Feinman spend seven months on the project?", [answer])
     assert not _said("Did Feinman spend seven months on the book?", [answer])
+
+
+def test_an_opener_avoids_rare_words_other_than_its_subjects_name():
+    # people open with the name of what they ask about and their own words, not the passage's details
+    # (MTRAG ClapNQ openers: 0.55 words rare in the corpus; copied from the passage: 1.62)
+    def opener(rare):
+        return ask({"passages": P, "segment": [], "history": [], "rare": rare, "rare_weight": 0.25,
+                    "discourse": {"yesno": 0.0}})[1]
+    best = opener({})
+    assert "Boston" in best
+    assert "Boston" not in opener({"boston": 8.0}) and "IBM Cloudant" in opener({"boston": 8.0})
+    assert opener({"cloudant": 8.0}) == best        # the subject's name is the asker's own

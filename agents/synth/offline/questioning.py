@@ -9,10 +9,12 @@ not name it (:func:`~agents.synth.offline.discourse.context_phrase`) or when it 
 the segment mentioned, so conversations stay on their subject and can refer back to it; for an opening
 question, +0.3 when it has a topic to come back to and ``OPENER_NAMES_BONUS`` when it names its passage's subject
 (:func:`names_subject`: people open with what they ask about, and the follow-ups can then leave it implicit); a small
-preference for early sentences (central content) and 7-12 word questions; and on a follow-up a cost for each word
-that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and that no earlier turn said
-(``rare_weight`` per idf unit above 4: people ask follow-ups in the conversation's words and common ones, so a
-question copied from its passage with the passage's rare words is not one of theirs). The head of the ranking is
+preference for early sentences (central content) and 7-12 word questions; and a cost for each word
+that is rare in the corpus (idf above 4, :func:`agents.synth.turn.word_idf`) and that no earlier turn said, nor, on an
+opening question, the name of its passage's subject (``rare_weight`` per idf unit above 4: people ask in the
+conversation's words, the name of what they ask about and common words, so a question copied from its passage with
+the passage's rare words is not one of theirs: the MTRAG ClapNQ openers have 0.55 words rare in the corpus, the
+offline ones had 1.6-1.7 without the cost on openers and 1.2 with it). The head of the ranking is
 rendered as follow-ups (below); one that could only be asked in full (no pronoun, shorter name, ellipsis or implicit
 context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation, and one that leans
 gains for needing the conversation to be found (``x["need"]``, :class:`agents.synth.questioner.HistoryNeed`: the
@@ -118,13 +120,14 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     contexts = context_candidates(segment) if segment else []
     last = segment[-1] if segment else {}
     shares = DiscourseShares(**(x.get("discourse") or {}))
-    rare = _rare_cost(x) if segment else None
+    rare = _rare_cost(x)
     need = x.get("need")
     # a follow-up may check a fact with a yes/no question ("Does it replicate data across zones?") with the
     # configured share (seeded like the forms); a conversation opens with a wh-question
     yesno_ok = bool(segment) and _unit("yesno", *(p["doc_id"] for p in passages), len(earlier)) < shares.yesno
     scored = []
     subjects = [] if segment else [subject_names(p) for p in passages]
+    subject_words = [{w for name in names for w in name} for names in subjects]
     unrelated = _unrelated(passages, segment)
     for i, p in enumerate(passages):
         if i in unrelated:
@@ -157,7 +160,8 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                 elif vague(qa.question):
                     s -= VAGUE_OPENER_COST       # and names something: "What does the law require?" opens nothing
             if rare is not None:
-                s -= rare(qa.question)               # words the asker would not have
+                # words the asker would not have; an opener's asker has the subject's name (what they ask about)
+                s -= rare(qa.question, () if segment else subject_words[i])
             n = len(qa.question.split())
             s -= 0.02 * qa.sent_index + (0.05 * (7 - n) if n < 7 else 0.04 * max(0, n - 12))
             scored.append((-round(s, 6), i, qa.sent_index, qa.question, qa))
@@ -340,8 +344,9 @@ def _rare_cost(x: dict):
         return None
     said = {w for _role, text in x.get("history") or [] for w in words(text)}
 
-    def cost(question: str) -> float:
-        return weight * sum(max(0.0, rare.get(w, 0.0) - RARE_IDF) for w in set(words(question)) if w not in said)
+    def cost(question: str, known=()) -> float:
+        return weight * sum(max(0.0, rare.get(w, 0.0) - RARE_IDF) for w in set(words(question))
+                            if w not in said and w not in known)
     return cost
 
 
