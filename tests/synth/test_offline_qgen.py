@@ -1059,3 +1059,33 @@ def test_a_persons_gender_is_unsure_where_the_pronouns_near_their_sentence_disag
     qa = next(q for q in passage_questions("Romeo Montague is a young man. Romeo Montague loves the daughter of "
                                            "Capulet, and he says so.", "") if q.topic_kind == "PERSON")
     assert qa.extra["gender"] == "he", qa
+
+
+@pytest.mark.parametrize("sentence,asked,answer", [
+    # a light verb says little of its object: the object's kind is asked, the words that tell which are the answer
+    ("The 1 seed has home-field advantage throughout the playoffs.",
+     "What advantage does the 1 seed have throughout the playoffs?", "home-field advantage"),
+    ("Most modern photo booths use video or digital cameras.",
+     "What cameras do most modern photo booths use?", "video or digital cameras"),
+    ("IBM Cloudant Query uses the text type index.", "What index does IBM Cloudant Query use?",
+     "the text type index"),
+    # nothing beyond the noun (the answer would be itself), a degree (not a kind), an idiom: the bare "What"
+    ("The USAF also used the aircraft for long-range weather reconnaissance.", "What did the USAF use?",
+     "the aircraft"),
+    ("Some answers have low confidence and are unlikely to be correct.", "What do some answers have?",
+     "low confidence"),
+    ("Development teams take greater ownership of security in the development cycle.",
+     "What do development teams take?", "greater ownership of security"),
+])
+def test_an_object_of_a_light_verb_is_asked_by_its_kind(sentence, asked, answer):
+    qs = {qa.question: qa for qa in passage_questions(sentence)}
+    assert asked in qs and qs[asked].answer == answer and qs[asked].qtype == "what"
+
+
+def test_a_bare_what_of_a_light_verb_ranks_below_the_sentences_other_questions():
+    qs = passage_questions("Technically, the Jewish wedding process has two distinct stages.")
+    by = {qa.question: qa.score for qa in qs}
+    # a count is asked as one ("How many"); "What does it have?" says nothing of what is asked
+    assert by["What does the Jewish wedding process have?"] < by["How many distinct stages does the Jewish wedding "
+                                                                  "process have?"]
+    assert by["What does the Jewish wedding process have?"] < 0.9

@@ -1190,7 +1190,13 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                                                         # months on the project": no "What did Feinman spend ...?"
                 elif c.ent_type_ in ("DATE", "TIME"):
                     continue                            # a time is no thing: "What did the festival celebrate ...?"
-                qa = _mk(clause, sent, qtype, wh, np_tokens(c, 8), {c.i}, subj_words, subj_kind, idx, score=0.9)
+                elif _what_kind(v, c):
+                    wh = f"What {c.lower_}"             # "What does the 1 seed have?" asks nothing: "What advantage
+                                                        # does the 1 seed have throughout the playoffs?"
+                # a light verb's bare "What ... have/use/get?" says little: ranked below the sentence's other questions
+                light = wh == "What" and v.lemma_ in _LIGHT_VERBS
+                qa = _mk(clause, sent, qtype, wh, np_tokens(c, 8), {c.i}, subj_words, subj_kind, idx,
+                         score=0.6 if light else 0.9)
                 if qa:
                     out.append(qa)
     # how many in the subject: "about 5,000 people escaped" -> "How many people escaped over the wall?"
@@ -1222,6 +1228,43 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                               sentence=_text(sent), template=tmpl, topic=topic, topic_kind=_kind(dobj),
                               topic_role="obj", verb=v.lemma_, sent_index=idx, score=1.15))
     return out
+
+
+# verbs that say little of their object: "What does X have/use/receive?" needs the object's kind to ask anything
+_LIGHT_VERBS = frozenset({"have", "use", "receive", "get", "see", "find", "take", "make", "give", "show", "hold",
+                          "gain", "earn", "offer", "provide", "require", "need", "include", "contain", "employ"})
+
+# adjectives that praise or size a thing, not say which kind it is: "a powerful plug-in" is no "What plug-in ...?"
+_EVALUATIVE = frozenset("""powerful good great important new major key main large small big strong special unique wide
+simple easy robust flexible rich useful popular critical best better excellent huge vast broad common typical basic
+essential significant notable famous well-known successful effective efficient advanced modern complex""".split())
+
+# of those, the ones whose object's kind is asked ("take ownership", "make appearances", "see a drop" are idioms)
+_KIND_VERBS = _LIGHT_VERBS - {"take", "make", "give", "get", "see", "find", "show"}
+
+
+def _what_kind(verb, obj) -> bool:
+    """Whether an object question of a light verb asks for the object's kind ("What advantage does the 1 seed have?",
+    "What cameras do photo booths use?"): a common noun that says what it is, modified by words that are the answer
+    ("home-field advantage", "video or digital cameras"); not a count (the how-many question asks that), a vague
+    noun ("What features ...?") or a bare noun whose answer would be itself ("took office": no "What office ...?")."""
+    if verb.lemma_ not in _KIND_VERBS or obj.pos_ != "NOUN" or obj.ent_type_ or not obj.lower_.isalpha() \
+            or obj.lower_ in _VAGUE_HEADS or obj.lemma_.lower() in _VAGUE_HEADS \
+            or obj.lower_ in ("part", "parts", "number", "lot", "lots", "one", "ones", "use", "time", "times", "place",
+                              "amount", "variety", "range", "set", "series", "group", "couple", "bit", "kind"):
+        return False
+    if any(x.dep_ == "nummod" for x in obj.children) or (obj.i > 0 and not obj.doc[obj.i - 1].whitespace_):
+        return False        # (a count; the end of a hyphenated word: "plug-in" is no "What in ...?")
+    answer = np_tokens(obj, 8)      # the words the answer says beyond the noun the question now names
+    return any(x.i != obj.i and x.dep_ in ("amod", "compound", "nmod", "prep", "pobj", "acl", "relcl", "conj")
+               and x.pos_ not in ("PRON", "DET", "PUNCT") and x.lower_ not in _DEGREE | _EVALUATIVE
+               and x.tag_ not in ("JJR", "JJS") for x in answer)
+
+
+# words that say how much of a thing, not which: "low confidence" is asked "How much ...?", not "What confidence ...?"
+_DEGREE = frozenset({"low", "high", "great", "little", "much", "more", "less", "full", "some", "many", "few", "greater",
+                     "higher", "lower", "significant", "considerable", "enough", "sufficient", "additional", "extra",
+                     "further", "other", "same", "such", "certain", "various", "several", "multiple", "numerous"})
 
 
 def _antecedent_update(sent, antecedents: dict) -> None:
