@@ -1089,3 +1089,13 @@ def test_a_bare_what_of_a_light_verb_ranks_below_the_sentences_other_questions()
     assert by["What does the Jewish wedding process have?"] < by["How many distinct stages does the Jewish wedding "
                                                                   "process have?"]
     assert by["What does the Jewish wedding process have?"] < 0.9
+
+
+@pytest.mark.parametrize("sentence,not_asked", [
+    ("Balloons commonly had a crew of two, equipped with parachutes.", "What crew"),          # a count
+    ("Photo booths traditionally contain a seat or bench.", "What seat"),                      # two things
+    ("However, the surrounding mountains on all sides provide plenty of runoff.", "What plenty"),   # an amount
+    ("Different historians had several different dates.", "What dates"),                      # how many, not which
+])
+def test_an_object_of_a_light_verb_that_is_no_kind_keeps_the_bare_what(sentence, not_asked):
+    assert not any(qa.question.startswith(not_asked) for qa in passage_questions(sentence))

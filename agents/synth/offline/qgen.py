@@ -1251,11 +1251,14 @@ def _what_kind(verb, obj) -> bool:
     if verb.lemma_ not in _KIND_VERBS or obj.pos_ != "NOUN" or obj.ent_type_ or not obj.lower_.isalpha() \
             or obj.lower_ in _VAGUE_HEADS or obj.lemma_.lower() in _VAGUE_HEADS \
             or obj.lower_ in ("part", "parts", "number", "lot", "lots", "one", "ones", "use", "time", "times", "place",
-                              "amount", "variety", "range", "set", "series", "group", "couple", "bit", "kind"):
+                              "amount", "variety", "range", "set", "series", "group", "couple", "bit", "kind",
+                              "plenty", "majority", "half", "rest", "deal", "total", "share", "portion"):
         return False
-    if any(x.dep_ == "nummod" for x in obj.children) or (obj.i > 0 and not obj.doc[obj.i - 1].whitespace_):
-        return False        # (a count; the end of a hyphenated word: "plug-in" is no "What in ...?")
     answer = np_tokens(obj, 8)      # the words the answer says beyond the noun the question now names
+    if any(x.dep_ in ("nummod", "conj") for x in obj.children) or any(x.like_num for x in answer) \
+            or (obj.i > 0 and not obj.doc[obj.i - 1].whitespace_):
+        return False        # a count ("a crew of two", "242 plants"): "How many"; two things ("a seat or bench"); the
+                            # end of a hyphenated word ("plug-in" is no "What in ...?")
     return any(x.i != obj.i and x.dep_ in ("amod", "compound", "nmod", "prep", "pobj", "acl", "relcl", "conj")
                and x.pos_ not in ("PRON", "DET", "PUNCT") and x.lower_ not in _DEGREE | _EVALUATIVE
                and x.tag_ not in ("JJR", "JJS") for x in answer)
@@ -1264,7 +1267,8 @@ def _what_kind(verb, obj) -> bool:
 # words that say how much of a thing, not which: "low confidence" is asked "How much ...?", not "What confidence ...?"
 _DEGREE = frozenset({"low", "high", "great", "little", "much", "more", "less", "full", "some", "many", "few", "greater",
                      "higher", "lower", "significant", "considerable", "enough", "sufficient", "additional", "extra",
-                     "further", "other", "same", "such", "certain", "various", "several", "multiple", "numerous"})
+                     "further", "other", "same", "such", "certain", "various", "several", "multiple", "numerous",
+                     "different", "fewer"})
 
 
 def _antecedent_update(sent, antecedents: dict) -> None:
