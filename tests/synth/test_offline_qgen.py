@@ -1099,3 +1099,10 @@ def test_a_bare_what_of_a_light_verb_ranks_below_the_sentences_other_questions()
 ])
 def test_an_object_of_a_light_verb_that_is_no_kind_keeps_the_bare_what(sentence, not_asked):
     assert not any(qa.question.startswith(not_asked) for qa in passage_questions(sentence))
+
+
+def test_no_yes_no_question_ends_in_a_noun_that_says_nothing_alone():
+    qs = [qa.question for qa in passage_questions(
+        "Potential difficulties with primary sources have the result that history is usually taught in schools "
+        "using secondary sources.")]
+    assert not any(q.endswith("the result?") for q in qs), qs

@@ -864,6 +864,9 @@ def _amount_of(tok, head) -> bool:
     return True
 
 
+_EMPTY_OBJECTS = {"result", "results", "fact", "thing", "things", "way", "ways", "matter", "something", "stuff"}
+
+
 def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
     """The clause asked as a yes/no question about its subject, the way people check a fact:
     "IBM Cloudant replicates data across zones." -> "Does IBM Cloudant replicate data across
@@ -880,8 +883,8 @@ def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
             return None
         neg = True          # "The religion had no founder." -> "Did the religion have any founder?" (No)
         vp = ["any" if w.lower() == "no" else w for w in vp]
-    if not 2 <= len(vp) <= 9:
-        return None
+    if not 2 <= len(vp) <= 9 or vp[-1].lower() in _EMPTY_OBJECTS:
+        return None         # (a noun that says nothing alone: "Do potential difficulties have the result (that ...)?")
     vg = _verb_group(clause, True, ["{T}"])
     if vg is None or vg[0] == "{T}":
         return None
