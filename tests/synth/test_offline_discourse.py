@@ -1004,7 +1004,7 @@ def test_an_opening_question_names_something(monkeypatch):
     assert not questioning.vague("When did Japanese officials leave for Manila?")
     assert not questioning.vague("What is Escape 2 Africa?")
     assert questioning.vague("When were the gates opened in 1644?")          # a date names nothing
-    donation = {"doc_id": "e1", "title": "Egg donation", "text": "Egg donation\nThe law requires a waiting period "
+    donation = {"doc_id": "e1", "title": "Egg donation", "text": "Egg donation\nThe law mandates a waiting period "
                 "of six months. In 2005, the FDA introduced new tissue rules for egg donors."}
     opener = questioning.ask({"passages": [donation], "segment": [], "used_gold": []})[1]
     assert not questioning.vague(opener), opener
@@ -1204,3 +1204,21 @@ def test_context_wording_planets_count_nouns_and_aspect_pages():
     assert _article_as_written("apoptosis", "Apoptosis is a process of programmed cell death.") == "apoptosis"
     assert title_name("Causes of World War II") == "the causes of World War II"
     assert title_name("Sons of Anarchy") == "Sons of Anarchy"
+
+
+def test_an_unanswerable_follow_up_leaves_the_segments_context_implicit_like_the_answerable_ones():
+    text = ("The Hudson River flows through eastern New York. The Troy Federal Dam was completed in 1916. "
+            "Commercial fishing was banned in 1976.")
+    seg = [{"question": "Where does the Hudson River flow?", "standalone_question": "Where does the Hudson River flow?",
+            "answer": "Eastern New York. The Hudson River flows through eastern New York.", "title": "Hudson River",
+            "gold_text": text}]
+    for attempt in range(3):
+        x = {"unanswerable": True, "passages": [{"doc_id": "h1", "title": "Hudson River", "text": text}],
+             "segment": seg, "previous_standalone": ["Where does the Hudson River flow?"], "attempt": attempt,
+             "discourse": {"pronoun": 0.5, "short": 0.35, "ellipsis": 0.1, "yesno": 0.5, "request": 1.0}}
+        import agents.synth.offline.questioning as questioning
+        idx, asked, standalone, _ = questioning.ask(x)
+        # the slot no passage fills ("Why ...?", "How ...?"), asked inside the conversation's subject; the rewrite
+        # names it; never a request ("What about ...?" asks what the passage does say)
+        assert idx == 0 and asked.startswith(("Why", "How")) and "Hudson" not in asked
+        assert standalone.endswith("the Hudson River?") and standalone.startswith(asked[:-1]), (asked, standalone)

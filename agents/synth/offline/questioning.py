@@ -563,16 +563,34 @@ def _unanswerable(x: dict) -> tuple[int, str, str]:
                 if filled:
                     continue
                 opts.append((0 if rank is not None else 1, -qa.score, qa.sent_index, q,
-                             replace(qa, question=q, template=f"{wh} {body}", qtype=qtype)))
+                             replace(qa, question=q, template=f"{wh} {body}", qtype=qtype), passages.index(p)))
     if not opts:
         # no real clause to shift: fail the attempt explicitly rather than ask a generic question
         raise NothingToAsk("no candidate for an unanswerable question in the shown passages")
     opts.sort(key=lambda o: o[:4])
-    k = min(x.get("attempt", 0), len(opts) - 1)
-    head = opts[: max(1, min(len(opts), 4))]
-    pick = head[(seed_int(*(p["doc_id"] for p in passages)) + k) % len(head)] if k < len(head) else opts[k]
-    if segment and not x.get("standalone"):
+    follow = segment and not x.get("standalone")
+    ordered: list[tuple] = [(o, None) for o in opts]
+    if follow:
+        # asked the way the answerable follow-ups are (a pronoun, a shorter name, the segment's context left
+        # implicit: "When does it enter a fjord?"), never as a request ("What about X?" would ask what the passage
+        # does say); of the first candidates, those that lean on the conversation first
+        shares = replace(DiscourseShares(**(x.get("discourse") or {})), request=0.0)
+        contexts = context_candidates(segment)
+        head_r = [(o, _follow_up(o[4], o[5], passages, segment, topics, contexts, shares, earlier))
+                  for o in opts[:UNANSWERABLE_RENDERED]]
+        head_r.sort(key=lambda r: r[1][0] == r[1][1])       # stable: leaning first, then the ranking's order
+        ordered = head_r + ordered[UNANSWERABLE_RENDERED:]
+    k = min(x.get("attempt", 0), len(ordered) - 1)
+    head = ordered[: max(1, min(len(ordered), 4))]
+    pick, rendered = head[(seed_int(*(p["doc_id"] for p in passages)) + k) % len(head)] if k < len(head) \
+        else ordered[k]
+    if rendered is not None:
+        return 0, rendered[0], rendered[1]
+    if follow:
         shares = DiscourseShares(**(x.get("discourse") or {}))
         asked, _ = render(pick[4], segment, shares, _unit("discourse", *(p["doc_id"] for p in passages), pick[3]))
         return 0, asked, pick[3]
     return 0, pick[3], pick[3]
+
+
+UNANSWERABLE_RENDERED = 8      # unanswerable candidates rendered as follow-ups (the head of their ranking)
