@@ -462,6 +462,14 @@ def test_a_tables_header_row_is_no_task_heading():
     assert asked == ["How do I provision public instances?"], asked       # not "How do I provision instructions ...?"
 
 
+def test_a_heading_about_its_topic_is_no_task_heading():
+    from agents.synth.offline.qgen import heading_questions
+    text = ("Pricing FAQs\n\nThe following FAQs provide an overview of the pricing plans.\n\nPricing your plan\n\n"
+            "You can price your plan from the catalog page.")
+    asked = [q.question for q in heading_questions(text)]
+    assert asked == ["How do I price my plan?"], asked       # not "How do I price FAQs?"
+
+
 def test_an_instruction_to_do_the_task_itself_is_no_method():
     assert _asked("Try again to import the edited skill.") == {}           # no "How do I import ...?" -> "Try again"
     assert _asked("Use the CLI to create a bucket.") == {"How do I create a bucket?": "Use the CLI"}

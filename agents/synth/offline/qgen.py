@@ -1507,6 +1507,12 @@ _COLUMN_HEADS = {"description", "descriptions", "details", "notes", "value", "va
 _US_LEMMA = {"instal": "install", "enrol": "enroll", "fulfil": "fulfill", "distil": "distill", "instil": "instill"}
 
 
+# the last word of a heading that is about its topic, not a task to do ("Pricing FAQs", "Networking overview")
+_ABOUT_HEADS = {"faq", "faqs", "overview", "overviews", "basics", "concepts", "terminology", "glossary",
+                "considerations", "limitations", "limits", "tips", "notes", "reference", "introduction", "summary",
+                "essentials", "fundamentals", "questions", "matrix", "comparison", "highlights"}
+
+
 def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
     """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
     them ("How do I update CDN configuration details?"); the answer is the first sentence of
@@ -1529,6 +1535,8 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
             continue
         if any(t.tag_ in ("VBZ", "VBD", "VBP", "MD") for t in doc[1:]):
             continue        # a sentence, not a task: "Creating contextual entities is easier"
+        if w[-1].lower().strip("()") in _ABOUT_HEADS:
+            continue        # a section about the topic, not a task: "Pricing FAQs" is no "How do I price FAQs?"
         if any(a.islower() and b.lower() in _COLUMN_HEADS and b[:1].isupper() for a, b in zip(w, w[1:])):
             continue        # a table's header row: "Provisioning instructions Description" is two columns
         rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
