@@ -43,7 +43,11 @@ confirms that no passage anywhere does. Only an adjunct slot (when/where/why/how
 object question gets its answer back as the object first (``What did Octavian take from
 Lepidus?`` -> ``Why did Octavian take Africa from Lepidus?``), a subject question goes through the
 passive (``Who built X?`` -> ``When was X built?``), and a slot the clause already names is not
-asked (no ``When was X founded in 1785?``).
+asked (no ``When was X founded in 1785?``). A follow-up is asked the way the answerable ones are (a pronoun, a shorter
+name, the segment's context left implicit, never a request), and of the first ``UNANSWERABLE_RENDERED`` candidates
+those that lean on the conversation come first: people ask what the passages do not say in the same words as what
+they do (before, 9 of 51 ClapNQ and 6 of 42 Cloud unanswerable follow-ups leaned on the conversation; then 29 of 52
+and 12 of 42).
 """
 from __future__ import annotations
 
