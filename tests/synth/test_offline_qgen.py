@@ -1077,6 +1077,10 @@ def test_a_persons_gender_is_unsure_where_the_pronouns_near_their_sentence_disag
      "What cameras do most modern photo booths use?", "video or digital cameras"),
     ("IBM Cloudant Query uses the text type index.", "What index does IBM Cloudant Query use?",
      "the text type index"),
+    ("The service uses a REST API for all requests.", "What API does the service use for all requests?",
+     "a REST API"),                                                       # an acronym keeps its capitals
+    ("The plan offers a predictable TCO with an all-inclusive flat monthly charge.", "What does the plan offer?",
+     "a predictable TCO"),                                                # a quality, not a kind
     # nothing beyond the noun (the answer would be itself), a degree (not a kind), an idiom: the bare "What"
     ("The USAF also used the aircraft for long-range weather reconnaissance.", "What did the USAF use?",
      "the aircraft"),

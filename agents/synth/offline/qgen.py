@@ -1194,8 +1194,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                 elif c.ent_type_ in ("DATE", "TIME"):
                     continue                            # a time is no thing: "What did the festival celebrate ...?"
                 elif _what_kind(v, c):
-                    wh = f"What {c.lower_}"             # "What does the 1 seed have?" asks nothing: "What advantage
-                                                        # does the 1 seed have throughout the playoffs?"
+                    # "What does the 1 seed have?" asks nothing: "What advantage does the 1 seed have throughout
+                    # the playoffs?" (an acronym keeps its capitals: "What TCO does the plan offer?")
+                    wh = f"What {c.text if _keep_case(c) else c.lower_}"
                 # a light verb's bare "What ... have/use/get?" says little: ranked below the sentence's other questions
                 light = wh == "What" and v.lemma_ in _LIGHT_VERBS
                 qa = _mk(clause, sent, qtype, wh, np_tokens(c, 8), {c.i}, subj_words, subj_kind, idx,
@@ -1240,7 +1241,8 @@ _LIGHT_VERBS = frozenset({"have", "use", "receive", "get", "see", "find", "take"
 # adjectives that praise or size a thing, not say which kind it is: "a powerful plug-in" is no "What plug-in ...?"
 _EVALUATIVE = frozenset("""powerful good great important new major key main large small big strong special unique wide
 simple easy robust flexible rich useful popular critical best better excellent huge vast broad common typical basic
-essential significant notable famous well-known successful effective efficient advanced modern complex""".split())
+essential significant notable famous well-known successful effective efficient advanced modern complex predictable
+reliable consistent affordable cheap expensive fast secure scalable interesting attractive""".split())
 
 # of those, the ones whose object's kind is asked ("take ownership", "make appearances", "see a drop" are idioms)
 _KIND_VERBS = _LIGHT_VERBS - {"take", "make", "give", "get", "see", "find", "show"}
