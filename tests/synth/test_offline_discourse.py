@@ -1222,3 +1222,18 @@ def test_an_unanswerable_follow_up_leaves_the_segments_context_implicit_like_the
         # names it; never a request ("What about ...?" asks what the passage does say)
         assert idx == 0 and asked.startswith(("Why", "How")) and "Hudson" not in asked
         assert standalone.endswith("the Hudson River?") and standalone.startswith(asked[:-1]), (asked, standalone)
+
+
+def test_an_award_or_its_category_is_no_context_and_a_counted_page_takes_the():
+    from agents.synth.offline.discourse import context_candidates, context_phrase
+    text = ("The Crown\nThe series received nine Golden Globe Award nominations and won the Screen Actors Guild "
+            "Award for Best Actress. The series was praised by critics.")
+    seg = [{"question": "What has the series received?", "standalone_question": "What has the series received?",
+            "answer": "Nine Golden Globe Award nominations. The series received nine Golden Globe Award nominations "
+                      "and won the Screen Actors Guild Award for Best Actress and the Outstanding Drama prize.",
+            "title": "The Crown", "gold_text": text}]
+    cands = context_candidates(seg)
+    assert not any("award" in c or "best" in c.split()[0] or "prize" in c for c in cands), cands
+    # "in the photo booth", not "in photo booth": the page's common noun phrase, counted in its text
+    booth = {"title": "Photo booth", "text": "Photo booth\nSome booths can produce stickers. A photo booth is common."}
+    assert context_phrase("When can some booths produce stickers?", booth, ["photo booth"]) == "the photo booth"

@@ -1118,3 +1118,10 @@ def test_no_yes_no_question_ends_in_a_noun_that_says_nothing_alone():
         "Potential difficulties with primary sources have the result that history is usually taught in schools "
         "using secondary sources.")]
     assert not any(q.endswith("the result?") for q in qs), qs
+
+
+def test_a_demonstrative_that_stands_for_things_points_into_the_passage():
+    from agents.synth.offline.qgen import points_into_the_passage
+    assert points_into_the_passage("Did people connect these together?")
+    assert points_into_the_passage("Are those the largest lakes?")
+    assert not points_into_the_passage("Did people connect the cameras together?")

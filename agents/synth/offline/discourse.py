@@ -711,6 +711,7 @@ def context_candidates(segment: list[dict]) -> list[str]:
         if k and k not in out and k not in _GENERIC and content \
                 and k.split()[0] not in _WH | _DEICTIC | _SOME_OR_NONE | _MANY \
                 and k.split()[-1] not in _UI_HEADS | _PEOPLE_HEADS and k.split()[0] not in _UI_VERBS \
+                and not (rank >= pages and _an_award(k)) \
                 and "," not in (n or "") \
                 and not _a_person(k, people) and k not in groups \
                 and not (len(k.split()) == 1 and rank >= pages and any(f" {k} " in f" {o} " for o in out)
@@ -725,6 +726,18 @@ def context_candidates(segment: list[dict]) -> list[str]:
             # Prejudice and Zombies"; "Mars" beside "Exploration of Mars" stays where the text says "on Mars")
             out.append(k)
     return out[:24]
+
+
+_AWARD_HEADS = {"award", "awards", "prize", "prizes", "medal", "medals", "trophy", "nomination", "nominations", "globe",
+                "globes", "emmy", "emmys", "oscar", "oscars", "grammy", "grammys"}
+
+
+def _an_award(k: str) -> bool:
+    """An award or a category of one, mentioned by an answer ("the Screen Actors Guild Award", "Best Actress",
+    "Outstanding Drama Series"): what was won, not where a question is asked ("What did the franchise receive in the
+    Screen Actors Guild Award?", "... for Best Actress?"). A page about the award is still the context (a title)."""
+    ws = k.split()
+    return any(w in _AWARD_HEADS for w in ws) or ws[0] in ("best", "outstanding")
 
 
 def _only_inside_names(word: str, text: str) -> bool:
@@ -843,8 +856,10 @@ def _context_phrase(question: str, passage: dict, candidates: list[str], history
         page = page_key == k                  # the candidate is the passage's page
         if inside is None and norm_np(found) == page_key:
             found = name                       # only in the title line: the title, its sentence case undone
-            if _names_something(found, text) or len(kw) >= 2:
+            if _names_something(found, text):
                 return found
+            if len(kw) >= 2:      # a common noun phrase: "the photo booth" where the text counts it ("a photo booth")
+                return _article_as_written(found, text) if found.islower() else found
             if page and _written_as_a_name(found, history):
                 return found          # a one-word page the conversation writes as a name: "in Friends", "in Celts"
                                       # (the passage has it in its title line only), not "in friends"
@@ -862,8 +877,11 @@ def _context_phrase(question: str, passage: dict, candidates: list[str], history
                 and parse(found)[0].tag_ in ("JJ", "DT", "CD", "RB", "PDT"):
             continue          # a common noun phrase with a sentence's capital: "Unpopular Byzantine governors" is no name
         if _names_something(found, text) or (len(kw) >= 2 and norm_np(title) == k):
-            # the article the passage writes before it ("the Byzantine Empire")
-            return (_the(found, text) + found) if _with_article(ms, text) else found
+            # the article the passage writes before it ("the Byzantine Empire"); a common noun phrase the page is about
+            # takes "the" where it is counted ("in the photo booth", not "in photo booth")
+            if _with_article(ms, text):
+                return _the(found, text) + found
+            return _article_as_written(found, text) if found.islower() else found
         if page and len(kw) == 1:
             if _names_something(name, text):
                 return name                      # a name the sentences capitalise ("Friends", not "the friends")

@@ -1484,7 +1484,10 @@ _WRITERS_WE = re.compile(r"\b(?:we|our|ours|us|ourselves)\b", re.IGNORECASE)
 def points_into_the_passage(question: str) -> bool:
     """A demonstrative determiner ("resources of that type", "this option"): which one, only the passage's
     previous sentence says; the asker does not know it."""
-    return any(t.lower_ in ("this", "that", "these", "those") and t.dep_ == "det" for t in parse(question))
+    return any(t.lower_ in ("this", "that", "these", "those") and t.dep_ == "det"
+               # or one standing for the things themselves: "Did people connect these together?"
+               or t.lower_ in ("these", "those") and t.dep_ in ("dobj", "pobj", "nsubj", "nsubjpass", "attr")
+               for t in parse(question))
 
 
 def cut_short(answer: str) -> bool:
