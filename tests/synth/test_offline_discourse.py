@@ -1237,3 +1237,15 @@ def test_an_award_or_its_category_is_no_context_and_a_counted_page_takes_the():
     # "in the photo booth", not "in photo booth": the page's common noun phrase, counted in its text
     booth = {"title": "Photo booth", "text": "Photo booth\nSome booths can produce stickers. A photo booth is common."}
     assert context_phrase("When can some booths produce stickers?", booth, ["photo booth"]) == "the photo booth"
+
+
+def test_a_persons_shorter_name_is_a_surname_the_texts_use_alone():
+    from agents.synth.offline.discourse import _short_form
+    show = QA(question="Did Gossip Girl continue to see a decrease?", qtype="yesno", answer="Yes",
+              sentence="Gossip Girl continued to see a decrease in viewers.", template="Did {T} continue to see a decrease",
+              topic="Gossip Girl", topic_kind="PERSON", topic_role="subj")
+    assert _short_form(show, "Gossip Girl was a show. Gossip Girl aired on the CW.") is None      # no "Did Girl ...?"
+    gandhi = QA(question="When did Mahatma Gandhi return?", qtype="when", answer="1915",
+                sentence="Mahatma Gandhi returned in 1915.", template="When did {T} return", topic="Mahatma Gandhi",
+                topic_kind="PERSON", topic_role="subj")
+    assert _short_form(gandhi, "Gandhi led the movement.") == "When did Gandhi return"

@@ -355,6 +355,9 @@ def _short_form(qa: QA, said: str = "") -> str | None:
     if not re.fullmatch(r"[A-Za-z][\w-]*", head) or re.fullmatch(r"[IVXLCDM]+", head):
         return None           # "IBM Cloud ®" has no short form "®", "World War II" none "II" ("IBM MQ": "MQ")
     if qa.topic_kind == "PERSON":
+        if not re.search(rf"(?<!{re.escape(words[-2])} )\b{re.escape(head)}\b", f"{said} {qa.sentence}"):
+            return None       # a surname the texts never use alone: "Gossip Girl" (a show the tagger calls a person)
+                              # is no "Girl"
         short = head
     else:
         if _common_noun(head) and head.lower() not in ("one", "system", "thing", "part", "way"):
