@@ -581,7 +581,8 @@ def test_an_event_context_is_asked_during_and_in_it_only_for_a_task_in_a_product
     """The implicit context is named with the preposition people use: "during" for an event or a period
     ("... arrest during the Quit India Movement?"); its pronoun form is "during it", or "in it" for a task done
     in a product ("How do I publish my bot in it?"); other questions leave it implicit rather than end in an
-    odd "in it" ("What did the production star in it?")."""
+    odd "in it" ("What did the production star in it?"), or name a part of it "its" part
+    (:func:`agents.synth.offline.questioning._context_possessive`)."""
     from agents.synth.offline.discourse import is_event, with_context
     from agents.synth.offline.questioning import _context_pronoun
     for p in ("World War II", "the Quit India Movement", "the Qing dynasty", "British rule", "the Battle of Gettysburg",
@@ -598,7 +599,10 @@ def test_an_event_context_is_asked_during_and_in_it_only_for_a_task_in_a_product
     assert _context_pronoun("What did the army capture?", "World War II") == "What did the army capture during it?"
     assert _context_pronoun("How do I publish my bot?", "Microsoft Teams") == "How do I publish my bot in it?"
     assert _context_pronoun("What did the production star?", "Romeo and Juliet") is None
-    assert _context_pronoun("Who watched the retrospective episode?", "Friends") is None
+    # no "in it" on another question ("Who watched the retrospective episode in it?"); a part of it is "its" part
+    assert _context_pronoun("Who watched the retrospective episode?", "Friends") == \
+        "Who watched its retrospective episode?"
+    assert _context_pronoun("Who watched the episode?", "Friends") is None
     assert _context_pronoun("What happened during the siege?", "World War II") is None       # has a during already
 
 
@@ -1249,3 +1253,54 @@ def test_a_persons_shorter_name_is_a_surname_the_texts_use_alone():
                 sentence="Mahatma Gandhi returned in 1915.", template="When did {T} return", topic="Mahatma Gandhi",
                 topic_kind="PERSON", topic_role="subj")
     assert _short_form(gandhi, "Gandhi led the movement.") == "When did Gandhi return"
+
+
+def test_an_implicit_context_is_referred_to_by_a_possessive_of_its_part():
+    """People ask about a part of what they discuss with "its": "What does its web chat integration undergo?"
+    (in Watson Assistant). Only a subject or object ``the M N`` named with a modifier becomes ``its M N``: a bare
+    "the state" may be the context itself (Oklahoma), a definition, a superlative, a coordination, a person's or a
+    coordinated context, or a question that has a pronoun already keep their implicit context."""
+    from agents.synth.offline.questioning import _context_possessive, _context_pronoun
+    assert _context_pronoun("What does the web chat integration undergo on a regular basis?", "Watson Assistant") == \
+        "What does its web chat integration undergo on a regular basis?"
+    assert _context_pronoun("What replaced the error event?", "Microsoft Internet Explorer") == \
+        "What replaced its error event?"
+    assert _context_possessive("When were the first trees planted?", "the cherry blossom") == \
+        "When were its first trees planted?"
+    assert _context_possessive("Where do the private worker agents request data?", "Satellite clusters") == \
+        "Where do their private worker agents request data?"
+    for q, ctx in (("How many farms did the state have in 2012?", "Oklahoma"),          # bare: the context itself
+                   ("What is the best storage class?", "IBM Cloud"),                    # superlative
+                   ("What is the web chat integration?", "Watson Assistant"),           # a definition
+                   ("What must the service user and the administrator complete?", "Kubernetes"),
+                   ("When was the project's final completion announced?", "the Great Wall of China"),
+                   ("What did the production crew star?", "Romeo and Juliet"),          # coordinated context
+                   ("What did the campaign staff plan?", "Barack Obama"),              # a person
+                   ("What does the river water carry?", "the Hudson River"),            # the context's own head
+                   ("Why did its new owner sell the old mill?", "the Hudson River"),     # a pronoun already
+                   ("Is the web chat integration free?", "Watson Assistant"),           # not a wh-question
+                   ("What is the version of the web chat integration?", "Watson Assistant")):
+        assert _context_possessive(q, ctx) is None, q
+
+
+def test_a_context_without_a_shorter_name_falls_back_to_its_pronoun():
+    """The forms' order falls back from the short form to the pronoun (as :func:`render` does): a context has no
+    shorter name, so a follow-up drawn for the short form refers to it as "in it" rather than leaving it
+    implicit; the ellipsis share leaves it implicit."""
+    from agents.synth.offline.discourse import context_candidates, segment_topics
+    from agents.synth.offline.questioning import _follow_up
+    p = [{"doc_id": "wa1", "title": "Watson Assistant", "text": "To publish your bot in Watson Assistant, open the "
+          "Integrations page. You publish your bot from the Integrations page."}]
+    seg = [{"question": "What is Watson Assistant?", "standalone_question": "What is Watson Assistant?",
+            "answer": "Watson Assistant is a service for building chat bots.", "title": "Watson Assistant",
+            "gold_text": "Watson Assistant is a service for building chat bots."}]
+    qa = QA(question="How do I publish my bot?", qtype="how", answer="open the Integrations page",
+            sentence="", template="How do I publish {T}", topic="my bot", topic_role="obj")
+    short = DiscourseShares(pronoun=0.0, short=0.999, ellipsis=0.0, request=0.0)
+    asked, standalone, leans = _follow_up(qa, 0, p, seg, segment_topics(seg), context_candidates(seg), short,
+                                          ["What is Watson Assistant?"])
+    assert (asked, standalone, leans) == ("How do I publish my bot in it?",
+                                          "How do I publish my bot in Watson Assistant?", True)
+    implicit = DiscourseShares(pronoun=0.0, short=0.0, ellipsis=0.999, request=0.0)
+    assert _follow_up(qa, 0, p, seg, segment_topics(seg), context_candidates(seg), implicit,
+                      ["What is Watson Assistant?"])[0] == "How do I publish my bot?"

@@ -26,8 +26,9 @@ question) and questions whose answer span an earlier answer already gave.
 Follow-ups go through the discourse forms (:func:`~agents.synth.offline.discourse.render`);
 one asked inside the segment's context that no form applies to refers to the context with a
 pronoun where people would (:func:`_context_pronoun`: "How do I delete a bucket in it?" for a task in a
-product, "What did the army capture during it?" for an event or a period) or leaves it implicit, by the
-shares; the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
+product, "What did the army capture during it?" for an event or a period, "What does its web chat integration
+undergo?" for a part of it named with a modifier) or leaves it implicit, by the
+shares (the ellipsis share leaves it implicit; the pronoun and short shares refer to it); the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
 The ``attempt``-th best is asked (a rejected attempt moves to the next). On an extra attempt (``x["extra_attempt"]``:
 past ``max_attempts``, the earlier ones had nothing to ask, ``synth.empty_attempts_extra``) only a follow-up that leans
 on the conversation and that the corpus search needs the conversation to find is taken; with none the attempt fails. A follow-up never asks of a passage of
@@ -285,12 +286,14 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         return qa.question, standalone, False       # asked in full: "it" would be the conversation's river
     asked, form = render(qa, segment, shares, u)
     if form == "explicit" and standalone != qa.question:
-        # the context is referred to with a pronoun ("... in it?") or left implicit with the
-        # shares' probabilities, else asked explicitly
+        # the context is left implicit (the ellipsis share), referred to with a pronoun ("... in it?", "its web chat
+        # integration") by the pronoun share and by the short one (a context has no shorter name: the forms' order
+        # falls back to the pronoun, as :func:`render` does), left implicit where no pronoun reads right, else asked
+        # explicitly
         request = _request(qa, ctx, earlier) if _unit("request", qa.question, len(earlier)) < shares.request else None
         if request:
             return request[0], request[1], True
-        pro = _context_pronoun(qa.question, ctx) if shares.ellipsis <= u < shares.ellipsis + shares.pronoun else None
+        pro = _context_pronoun(qa.question, ctx) if shares.ellipsis <= u < talk else None
         if pro and well_formed(pro, followup=True) is None:
             asked = pro
         elif u < talk:
@@ -392,13 +395,16 @@ def vague(question: str) -> bool:
                                 or (t.dep_ == "compound" and t.pos_ == "NOUN")) for t in doc)
 
 
+_PRONOUNS = {"it", "its", "they", "their", "them", "he", "his", "she", "her"}
+
+
 def _may_add_it(question: str) -> bool:
     """"... in it?" reads naturally only on a short question with no pronoun and no other
     ``in``/``for`` phrase ("Where did X live until its fall in it?" does not)."""
     ws = [w.lower().strip("?,") for w in question.split()]
     if _defines_a_name(question):
         return False        # "What is the Columbia River in it?": a named thing is not defined "in it"
-    return len(ws) <= 10 and not {"in", "for", "it", "its", "they", "their", "them", "he", "his", "she", "her"} & set(ws)
+    return len(ws) <= 10 and not ({"in", "for"} | _PRONOUNS) & set(ws)
 
 
 _PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would|could) (?:i|we|you)|(?:can|do|should|may|could) (?:i|we)|"
@@ -408,15 +414,58 @@ _PROCEDURE = re.compile(r"^(?:how (?:do|can|should|would|could) (?:i|we|you)|(?:
 def _context_pronoun(question: str, ctx: str) -> str | None:
     """``question`` with the context ``ctx`` it leaves implicit referred to by a pronoun, where that reads
     as people say it: "during it" for an event or a period ("How many Congress leaders did the government
-    arrest during it?"), "in it" for a task done in a product or place ("How do I publish my bot in it?");
-    None otherwise ("What did the production star in it?", "Who watched the retrospective episode in it?"
-    read wrong: those are asked with the context left implicit)."""
-    if not _may_add_it(question):
-        return None
+    arrest during it?"), "in it" for a task done in a product or place ("How do I publish my bot in it?"),
+    "its" for a part of it named with a modifier (:func:`_context_possessive`: "Who watched its retrospective
+    episode?"); None otherwise ("What did the production star in it?", "Who watched the episode in it?" read
+    wrong: those are asked with the context left implicit)."""
     if context_preposition(question, ctx) == "during":
-        return finish(f"{question.rstrip('?')} during it")
+        return finish(f"{question.rstrip('?')} during it") if _may_add_it(question) else None
     if _PROCEDURE.match(question):
-        return with_context(question, "it")
+        return with_context(question, "it") if _may_add_it(question) else None
+    return _context_possessive(question, ctx)
+
+
+# modifiers after which "its" does not replace "the": "the same X", "the best way", "the rest"
+_NO_POSSESSIVE = {"same", "other", "following", "next", "former", "latter", "rest", "only", "most", "least", "whole"}
+
+
+def _context_possessive(question: str, ctx: str) -> str | None:
+    """``question`` with the context ``ctx`` it leaves implicit referred to by a possessive, the way people
+    ask about a part of what they are discussing: "When were its first trees planted?" (the cherry blossom),
+    "What does its web chat integration undergo?" (in Watson Assistant), "Who watched its retrospective episode?"
+    (in Friends):
+    the first subject or object ``the M N`` (a modifier and a common-noun head, no word of the context's own)
+    of a wh-question becomes ``its M N`` (``their`` for a common plural context). None for a definition
+    ("What is the bucket?" is not "What is its bucket?"), a superlative or "the same"/"the other" phrase, a
+    person or coordinated context, an event or a period (:func:`_context_pronoun` says "during it")."""
+    if not re.match(r"^(?:what|who|whom|which|when|where|why|how)\b", question, re.IGNORECASE) \
+            or re.search(r"\b(?:and|or|&)\b", ctx) or _defines_a_name(question) \
+            or _PRONOUNS & {w.lower().strip("?,") for w in question.split()}:
+        return None
+    cdoc = parse(ctx)
+    if not len(cdoc) or any(e.label_ in ("PERSON", "NORP") for e in cdoc.ents):
+        return None
+    croot = cdoc[:].root
+    poss = "their" if croot.tag_ == "NNS" and croot.text.islower() else "its"
+    doc = parse(question)
+    for chunk in doc.noun_chunks:
+        root = chunk.root
+        if chunk[0].lower_ != "the" or chunk.start == 0 or root.tag_ not in ("NN", "NNS") \
+                or root.dep_ not in ("nsubj", "nsubjpass", "dobj", "pobj") \
+                or (root.dep_ == "pobj" and root.head.lower_ != "of"):
+            continue
+        if len(chunk) < 3 or chunk[1].lower_ in _NO_POSSESSIVE \
+                or any(t.tag_ in ("JJS", "RBS", "POS") for t in chunk) \
+                or (chunk.end < len(doc) and doc[chunk.end].lower_ in ("of", "and", "or", "'s", "’s")):
+            # "the best way", "the same plan", "the version of the API", "the user and the administrator": no
+            # "its"; nor a bare "the state" (Oklahoma is the state: "How many farms did its state have?"), "the
+            # film" (Madagascar), "the heat" (of a guinea pig): only a part named with a modifier is its part
+            # ("its error event", "its web chat integration", "its first trees")
+            return None
+        if {t.lemma_.lower() for t in chunk[1:]} & {t.lemma_.lower() for t in cdoc if not t.is_stop} \
+                or (chunk.end >= len(doc) - 1 and any(t.lemma_ == "be" and t.i < chunk.start for t in doc)):
+            return None       # "the river water" of the Hudson River; "What is the bucket?" defines it
+        return finish(f"{doc[:chunk.start].text} {poss} {doc[chunk.start + 1:].text}".replace(" ?", "?"))
     return None
 
 
