@@ -735,6 +735,19 @@ def test_a_task_heading_is_asked_with_the_american_verb():
     assert "How do I install Node.js?" in qs, qs
 
 
+def test_tasks_coordinated_in_a_heading_are_asked_in_the_same_form():
+    # "Viewing and downloading your invoice" gave "How do I view and downloading my invoice?"
+    from agents.synth.offline.qgen import heading_questions
+    body = "\nYou can view and download your invoice from the console by clicking Billing and usage."
+    asked = {h: [q.question for q in heading_questions("Invoices are monthly." + f"\n{h}" + body)]
+             for h in ("Viewing and downloading your invoice", "Creating and managing buckets",
+                       "Installing and configuring the CLI", "Setting up logging and monitoring")}
+    assert asked["Viewing and downloading your invoice"] == ["How do I view and download my invoice?"]
+    assert asked["Creating and managing buckets"] == ["How do I create and manage buckets?"]      # "managing" tagged a noun
+    assert asked["Installing and configuring the CLI"] == ["How do I install and configure the CLI?"]
+    assert asked["Setting up logging and monitoring"] == ["How do I set up logging and monitoring?"]   # things, not tasks
+
+
 def test_a_label_is_no_subject():
     # "--output json : Optional: Prints ..." gave "What does Optional filter out?"
     qs = _asked_in("Optional filters out all logs from the container.\nThe optional field filters out all logs.")

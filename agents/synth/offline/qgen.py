@@ -1518,6 +1518,13 @@ _ABOUT_HEADS = {"faq", "faqs", "overview", "overviews", "basics", "concepts", "t
                 "essentials", "fundamentals", "questions", "matrix", "comparison", "highlights"}
 
 
+def _gerund_base(tok) -> str:
+    """The base form of a gerund the tagger may have taken for a noun ("managing" -> "manage")."""
+    lemma = tok.lemma_.lower() if tok.tag_ == "VBG" and tok.lemma_.lower() != tok.lower_ \
+        else parse(f"I am {tok.lower_} it")[2].lemma_.lower()
+    return _US_LEMMA.get(lemma, lemma)
+
+
 def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
     """Task headings of manuals ("Updating CDN configuration details") asked the way users ask
     them ("How do I update CDN configuration details?"); the answer is the first sentence of
@@ -1544,8 +1551,12 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
             continue        # a section about the topic, not a task: "Pricing FAQs" is no "How do I price FAQs?"
         if any(a.islower() and b.lower() in _COLUMN_HEADS and b[:1].isupper() for a, b in zip(w, w[1:])):
             continue        # a table's header row: "Provisioning instructions Description" is two columns
-        rest = " ".join(t.text_with_ws for t in doc[1:]).strip()
-        rest = detokenize(" ".join(tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
+        # a task coordinated with the first one is asked in the same form: "Viewing and downloading your invoice" ->
+        # "How do I view and download my invoice?" (not "view and downloading")
+        bases = {t.i: _gerund_base(t) for t in doc[2:] if t.lower_.endswith("ing") and doc[t.i - 1].lower_ in ("and", "or")
+                 and all(x.lower_ in ("and", "or", ",") or x.lower_.endswith("ing") for x in doc[1:t.i])}
+        rest = detokenize(" ".join(bases[tok.i] if tok.i in bases else
+                                   tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
         rest = _as_mine(rest)
         verb = _US_LEMMA.get(head.lemma_.lower(), head.lemma_.lower())
