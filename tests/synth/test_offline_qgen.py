@@ -748,6 +748,16 @@ def test_tasks_coordinated_in_a_heading_are_asked_in_the_same_form():
     assert asked["Setting up logging and monitoring"] == ["How do I set up logging and monitoring?"]   # things, not tasks
 
 
+def test_a_label_the_tagger_calls_a_person_is_asked_with_what():
+    # "The status of the application shows Migrating" gave "Who does the status of the application show?"
+    from agents.synth.offline.qgen import passage_questions
+    qs = [q.question for q in passage_questions("The status of the application shows Migrating while the migration "
+                                                "runs. Tom Hanks married Rita Wilson in 1988.", "")]
+    assert "What does the status of the application show?" in qs, qs
+    assert not any(q.startswith("Who does the status") for q in qs), qs
+    assert "Who did Tom Hanks marry in 1988?" in qs or "Who did Tom Hanks marry?" in qs, qs
+
+
 def test_a_label_is_no_subject():
     # "--output json : Optional: Prints ..." gave "What does Optional filter out?"
     qs = _asked_in("Optional filters out all logs from the container.\nThe optional field filters out all logs.")

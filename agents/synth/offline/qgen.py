@@ -1184,7 +1184,9 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
                              and any(x.dep_ in ("xcomp", "ccomp") and x.i > c.i for x in v.children)):
                 # (not the doer of a "to" clause after it: "has enabled gay men ... to have children" gave "What has it
                 # enabled to have children?"; "uses an index to select" is a purpose: "What does it use to select?")
-                wh = "Who" if c.ent_type_ == "PERSON" and c.text[:1].isupper() else "What"
+                wh = "Who" if c.ent_type_ == "PERSON" and c.text[:1].isupper() and c.pos_ == "PROPN" else "What"
+                # (a capitalised common noun the tagger calls a person is a label: "The status shows Migrating" is
+                # no "Who does the status show?")
                 qtype = "who" if wh == "Who" else "what"
                 if (v.lemma_ in _DURATION_VERBS or v.lemma_ in ("spend", "wait", "serve", "stay", "live", "work")
                         and any(x.dep_ == "nummod" for x in c.children)) \
