@@ -1561,7 +1561,7 @@ def heading_questions(text: str, start: int = 0, title: str = "") -> list[QA]:
                                    tok.text if (tok.pos_ == "PROPN" or tok.text[1:2].isupper() or tok.text == "I")
                                    else tok.lower_ for tok in doc[1:]))
         rest = _as_mine(rest)
-        verb = _US_LEMMA.get(head.lemma_.lower(), head.lemma_.lower())
+        verb = _gerund_base(head)
         q = finish(f"How do I {verb} {rest}")
         nxt = next((ln for ln in lines[i + 1:] if len(ln.split()) >= 4), "")
         if not nxt or well_formed(q) is not None:

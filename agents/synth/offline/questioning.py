@@ -465,7 +465,7 @@ def _context_possessive(question: str, ctx: str) -> str | None:
         if {t.lemma_.lower() for t in chunk[1:]} & {t.lemma_.lower() for t in cdoc if not t.is_stop} \
                 or (chunk.end >= len(doc) - 1 and any(t.lemma_ == "be" and t.i < chunk.start for t in doc)):
             return None       # "the river water" of the Hudson River; "What is the bucket?" defines it
-        return finish(f"{doc[:chunk.start].text} {poss} {doc[chunk.start + 1:].text}".replace(" ?", "?"))
+        return finish(f"{doc[:chunk.start].text} {poss} {doc[chunk.start + 1:].text}")
     return None
 
 
