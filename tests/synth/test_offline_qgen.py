@@ -1148,3 +1148,53 @@ def test_a_demonstrative_that_stands_for_things_points_into_the_passage():
     assert points_into_the_passage("Did people connect these together?")
     assert points_into_the_passage("Are those the largest lakes?")
     assert not points_into_the_passage("Did people connect the cameras together?")
+
+
+@pytest.mark.parametrize("sentence,bad", [
+    # a year the parser hung on the subject when the sentence left out its comma
+    ("In 1992 Reserve Bank of India issued a 1 rupee commemorative coin to mark the Golden Jubilee.", "1992"),
+    # a specificational copula: the indefinite subject is what is said of the definite predicate
+    ("A subject of research is the formation of the Moon, some 4.53 Bya.", "Is a subject of research"),
+    # a quantifier that says how much is known is no subject to ask about
+    ("Little is known of family structure among the Celts.", "little"),
+    # "the result" of what, the sentence before says
+    ("Due to the colonial policies of the British, the result was a significant transfer of capital from India to "
+     "England.", "the result"),
+    # "ones" stands for a noun said before
+    ("The principal ones include the Ottawa River and the Saint Lawrence River.", "ones"),
+    # "its" of a plural subject is something else the passage named
+    ("Leaders of the Indian independence movement have blamed colonial rule in its aftermath.", "its aftermath"),
+])
+def test_no_question_from_a_subject_or_complement_that_points_into_the_passage(sentence, bad):
+    qs = [qa.question for qa in passage_questions(sentence)]
+    assert not any(bad.lower() in q.lower() for q in qs), qs
+
+
+def test_a_surname_the_passage_gives_a_person_is_a_person():
+    text = ("Franklin D. Roosevelt was the Assistant Secretary of the Navy. After Pearl Harbor, Roosevelt rejected "
+            "the possibility of major war jobs for any of these men.")
+    qs = {qa.question: qa for qa in passage_questions(text)}
+    asked = [qa for q, qa in qs.items() if q.startswith("Did Roosevelt reject")]
+    assert asked and all(qa.topic_kind == "PERSON" for qa in asked), [(q, qa.topic_kind) for q, qa in qs.items()]
+
+
+def test_a_verb_whose_lemma_lost_its_silent_e_is_asked_by_its_base():
+    from agents.synth.offline.nlp import _fix_lemma
+    asked = _asked("Rebecca Jane Stokes of Den of Geek rated the episode four stars out of five.")
+    assert asked and not any(" rat?" in q or " rat " in q for q in asked), asked
+    assert any(" rate " in q or q.endswith(" rate?") for q in asked), asked
+    assert [_fix_lemma(f, lem) for f, lem in (("hoped", "hop"), ("taping", "tap"), ("planned", "plan"),
+                                              ("opened", "open"), ("fixed", "fix"), ("rained", "rain"))] == [
+        "hope", "tape", "plan", "open", "fix", "rain"]
+
+
+def test_a_title_with_and_is_one_thing_when_its_verb_says_so():
+    qs = {qa.question: qa for qa in passage_questions(
+        "Romeo and Juliet is not considered to be exceedingly psychologically complex. Of Shakespeare's works, "
+        "Romeo and Juliet has generated the most -- and the most varied -- adaptations.")}
+    asked = qs.get("Is Romeo and Juliet considered to be exceedingly psychologically complex?")
+    assert asked is not None and asked.topic_kind == "SING", list(qs)
+    assert not any(q.endswith("the most?") for q in qs), list(qs)       # the most what, the aside cut off
+    # without a verb that shows its number, a coordination is still two things
+    qs = {qa.question: qa for qa in passage_questions("Wellington and Forsythia killed Florence for revenge.")}
+    assert all(qa.topic_kind == "PLUR" for qa in qs.values() if qa.topic == "Wellington and Forsythia"), list(qs)

@@ -39,8 +39,31 @@ def nlp():
 
 @lru_cache(maxsize=8192)
 def parse(text: str):
-    """A parsed spaCy ``Doc`` of ``text`` (cached by content; treat it as read-only)."""
-    return nlp()(text)
+    """A parsed spaCy ``Doc`` of ``text`` (cached by content; treat it as read-only), with the lemmas of verbs whose
+    silent final "e" the lemmatizer dropped put right (:func:`_fix_lemma`)."""
+    return _fix_lemmas(nlp()(text))
+
+
+def _fix_lemmas(doc):
+    for t in doc:
+        if t.pos_ in ("VERB", "AUX") and t.tag_ in ("VBD", "VBN", "VBG"):
+            fixed = _fix_lemma(t.lower_, t.lemma_)
+            if fixed != t.lemma_:
+                t.lemma_ = fixed
+    return doc
+
+
+_CVC = re.compile(r"[^aeiou]*[aeiou][^aeiouwxy]")
+
+
+def _fix_lemma(form: str, lemma: str) -> str:
+    """The base of a past or -ing form whose lemma lost its silent "e": a one-syllable base that ends in a single
+    consonant after a single vowel doubles it ("rat" -> "ratted", "plan" -> "planned"), so "rated", "hoped", "taping"
+    come from "rate", "hope", "tape" (the pipeline's lemmatizer gives "rat", "hop", "tap": "What did the critic
+    rat?")."""
+    if _CVC.fullmatch(lemma) and form in (lemma + "ed", lemma + "ing"):
+        return lemma + "e"
+    return lemma
 
 
 _DETOK = [
@@ -115,7 +138,7 @@ def passage_doc(text: str):
     line never merges into the sentence after it) and joined with line breaks."""
     from spacy.tokens import Doc
     lines = clean_passage(text).split("\n")
-    docs = list(nlp().pipe(lines))
+    docs = [_fix_lemmas(d) for d in nlp().pipe(lines)]
     if len(docs) == 1:
         return docs[0]
     return Doc.from_docs([d for d in docs if len(d)], ensure_whitespace=True)

@@ -449,13 +449,14 @@ def _ent_of(tok) -> str:
 
 
 def _kind(head) -> str:
-    if head.ent_type_ == "PERSON":
+    if head.ent_type_ == "PERSON" or _a_persons_surname(head):
         return "PERSON"
-    if any(c.dep_ == "conj" for c in head.children):
-        return "PLUR"
     agree = _agreement(head)
     if agree is not None:
-        return agree       # the sentence's own verb says it: "Kubernetes provides ..." is one thing (it)
+        return agree       # the sentence's own verb says it: "Kubernetes provides ..." is one thing (it), and so is
+                           # a title with "and" ("Romeo and Juliet is ...")
+    if any(c.dep_ == "conj" for c in head.children):
+        return "PLUR"
     if head.tag_ in ("NNS", "NNPS"):
         return "PLUR"
     t = head.text
@@ -464,6 +465,15 @@ def _kind(head) -> str:
             and re.search(rf"\b{re.escape(t.lower())}\b", head.doc.text):
         return "PLUR"       # a capitalised plural the text also writes in lower case ("The Developers ...": they)
     return "SING"
+
+
+def _a_persons_surname(head) -> bool:
+    """A one-word name that the passage writes as the last word of a person's full name ("Roosevelt" after "Franklin
+    D. Roosevelt"), whatever the tagger made of it alone (a place, an organisation): "he", never "it"."""
+    if head.pos_ != "PROPN" or head.ent_type_ not in ("", "GPE", "ORG", "NORP") \
+            or any(c.dep_ == "compound" for c in head.children):
+        return False
+    return any(e.label_ == "PERSON" and len(e) > 1 and e[-1].text == head.text for e in head.doc.ents)
 
 
 def _agreement(head) -> str | None:
@@ -562,6 +572,13 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
     if not toks or (len(toks) == 1 and toks[0].lower_ in _LABELS and toks[0].text[:1].isupper()):
         return None     # a label ("Optional: ...", "Note: ..."), not what the sentence is about: "What does Optional
                         # filter out?"
+    if len(toks) > 1 and toks[0].ent_type_ == "DATE" and re.fullmatch(r"\d{4}", toks[0].text) \
+            and toks[0].dep_ in ("nummod", "compound", "amod"):
+        return None     # a year the parser hung on the subject where the sentence left out its comma: "In 1992
+                        # Reserve Bank of India issued ..." gives no "What did 1992 Reserve Bank of India issue?"
+    if subj.lower_ == "ones" or (len(toks) == 2 and toks[0].lower_ == "the" and subj.lemma_.lower() in _ANAPHORIC_HEADS):
+        return None     # a noun that stands for one said before: "The principal ones include ...", "the result was
+                        # ..." (of what, the sentence before says)
 
     name = (antecedents.get("TITLE") or "").lower().split()
     if len(toks) < len(name) and [t.lower_ for t in toks] == name[:len(toks)] \
@@ -598,7 +615,8 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
 
 
 _QUANTIFIER_PRONOUNS = {"some", "many", "most", "few", "several", "others", "all", "both", "each", "none", "any",
-                        "either", "neither", "one"}
+                        "either", "neither", "one", "little", "much"}
+_ANAPHORIC_HEADS = {"result", "outcome", "consequence", "aftermath", "remainder", "rest", "latter", "former"}
 
 
 _ELLIPTIC_HEADS = {"first", "second", "third", "fourth", "fifth", "last", "former", "latter", "next", "previous",
@@ -743,7 +761,7 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
                                     # all along --" (no "Who takes ... out in her possession all along?")
         toks = _comp_tokens(c, 6)
         if toks is not None and (_points_back(toks) or any(t.lower_ in _OBJ_PRONOUNS and t.dep_ in ("dobj", "pobj", "dative")
-                                                           for t in toks)):
+                                                           for t in toks) or _others_its(toks, clause.subj)):
             toks = None             # "this song", "such donors", "to cast him": points into the passage, unknown
                                     # to the asker
         if toks is None:
@@ -757,6 +775,16 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
         if len(out) > limit:
             return None
     return out
+
+
+def _others_its(toks, subj) -> bool:
+    """An "its" of a plural subject ("Leaders ... have blamed colonial rule in its aftermath"): it is something else
+    the passage named, unknown to the asker."""
+    plural = subj is not None and (subj.tag_ == "NNS" and subj.text not in _case_vocab(subj.doc)[1]
+                                   or any(c.dep_ == "conj" for c in subj.children))
+    # (a name the passage capitalises inside a sentence may be one thing: "Friends received acclaim throughout its
+    # run")
+    return plural and any(t.lower_ == "its" and t.dep_ == "poss" for t in toks)
 
 
 def _verb_group(clause: Clause, invert: bool, subj_words: list[str]) -> list[str] | None:
@@ -864,7 +892,8 @@ def _amount_of(tok, head) -> bool:
     return True
 
 
-_EMPTY_OBJECTS = {"result", "results", "fact", "thing", "things", "way", "ways", "matter", "something", "stuff"}
+_EMPTY_OBJECTS = {"result", "results", "fact", "thing", "things", "way", "ways", "matter", "something", "stuff",
+                  "most", "least"}     # ("has generated the most -- and the most varied -- adaptations")
 
 
 def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
@@ -885,6 +914,11 @@ def _yesno(clause, sent, subj_words, subj_kind, idx) -> QA | None:
         vp = ["any" if w.lower() == "no" else w for w in vp]
     if not 2 <= len(vp) <= 9 or vp[-1].lower() in _EMPTY_OBJECTS:
         return None         # (a noun that says nothing alone: "Do potential difficulties have the result (that ...)?")
+    attr = next((c for c in clause.comps if c.dep_ == "attr"), None)
+    if clause.verb.lemma_ == "be" and attr is not None and subj_words[0].lower() in ("a", "an") \
+            and any(c.dep_ == "det" and c.lower_ == "the" for c in attr.children):
+        return None         # a specificational copula: "A subject of research is the formation of the Moon" says what
+                            # the subject is; no "Is a subject of research the formation of the Moon?"
     vg = _verb_group(clause, True, ["{T}"])
     if vg is None or vg[0] == "{T}":
         return None
