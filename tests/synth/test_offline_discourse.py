@@ -265,6 +265,10 @@ def test_object_put_back_only_for_a_short_noun_phrase_answer():
     assert _with_object(replace(qa, answer="The beginning.")) == "did {T} take the beginning from Lepidus"
     assert _with_object(replace(qa, answer="to rule the provinces of the west alone")) is None   # no short NP
     assert _with_object(replace(qa, template="What is {T} called")) is None                       # no do/have/modal
+    # an answer that names the subject again gives no clause ("Why does the IBM Cloud Pak support the IBM Cloud Pak?")
+    pak = QA(question="What does the IBM Cloud Pak support?", qtype="what", answer="The IBM Cloud Pak.", sentence="",
+             template="What does {T} support", topic="the IBM Cloud Pak", topic_role="subj")
+    assert _with_object(pak) is None
 
 
 def test_he_is_not_resolved_past_another_subject():

@@ -1198,3 +1198,16 @@ def test_a_title_with_and_is_one_thing_when_its_verb_says_so():
     # without a verb that shows its number, a coordination is still two things
     qs = {qa.question: qa for qa in passage_questions("Wellington and Forsythia killed Florence for revenge.")}
     assert all(qa.topic_kind == "PLUR" for qa in qs.values() if qa.topic == "Wellington and Forsythia"), list(qs)
+
+
+@pytest.mark.parametrize("sentence,bad", [
+    ("The Seljuq Turks made their first explorations across the Byzantine frontier into Armenia in 1065 and 1067 . "
+     "The emergency lent weight to the military aristocracy in Anatolia , who in 1068 secured the election of one of "
+     "their own , Romanos Diogenes , as emperor .", "What did the emergency lend"),                # an idiom
+    ("Some scholars employ the idea that identity is fluid and constructed.", "the idea?"),   # the idea that ...
+    ("A major.minor update moves up the Kubernetes version of the worker node to the same version as the master.",
+     "the same version?"),                                                                   # the same as what
+])
+def test_no_question_on_an_idiom_object_or_a_noun_cut_from_what_completes_it(sentence, bad):
+    qs = [qa.question for qa in passage_questions(sentence)]
+    assert not any(bad in q for q in qs), qs

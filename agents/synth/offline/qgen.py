@@ -131,7 +131,8 @@ def _text(tokens) -> str:
 _IDIOMS = {("take", "place"), ("take", "part"), ("take", "care"), ("take", "effect"), ("take", "advantage"),
            ("take", "action"), ("pave", "way"), ("give", "rise"), ("make", "sense"), ("make", "use"),
            ("play", "role"), ("play", "part"), ("make", "way"), ("take", "note"), ("take", "account"),
-           ("give", "birth"), ("take", "hold"), ("make", "progress")}
+           ("give", "birth"), ("take", "hold"), ("make", "progress"), ("lend", "weight"), ("carry", "weight"),
+           ("pay", "attention"), ("shed", "light"), ("take", "shape"), ("take", "root")}
 
 
 _PRODUCT_WORDS = {"cloud", "service", "services", "storage", "studio", "server", "api", "sdk", "database", "platform",
@@ -688,6 +689,14 @@ def _comp_tokens(c, limit: int) -> list | None:
                                 # and breeding continued" gives no "Was it immediately popular and breeding continued?"
     if not toks or len(toks) > limit or any(t.text in "()[];:\"" for t in toks):
         return None
+    kept = {t.i for t in toks}
+    if any(t.lower_ == "same" for t in toks) and any(t.lower_ == "as" and t.i not in kept for t in c.subtree):
+        return None             # "the same version (as the master)": the same as what, the cut part says
+    if any(x.dep_ in ("acl", "ccomp") and x.i not in kept and any(m.dep_ == "mark" and m.lower_ == "that"
+                                                                  for m in x.children)
+           for t in toks for x in t.children):
+        return None             # a noun cut from the clause that says what it is: "employ the idea (that identity is
+                                # fluid)"
     return toks
 
 

@@ -548,6 +548,8 @@ def _with_object(qa: QA) -> str | None:
     ans = re.sub(r"[.;:,!?]+$", "", (qa.answer or "").strip())
     if not m or qa.topic_role != "subj" or not ans or not 1 <= len(ans.split()) <= 6 or re.search(r"[.;:!?()]", ans):
         return None
+    if norm_np(ans) == norm_np(qa.topic):
+        return None       # the subject again: "Why does the IBM Cloud Pak support the IBM Cloud Pak?"
     doc = parse(ans)
     if not any(t.pos_ in ("NOUN", "PROPN") for t in doc) or doc[0].pos_ in ("VERB", "AUX", "ADP", "SCONJ"):
         return None
