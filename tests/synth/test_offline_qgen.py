@@ -1211,3 +1211,21 @@ def test_a_title_with_and_is_one_thing_when_its_verb_says_so():
 def test_no_question_on_an_idiom_object_or_a_noun_cut_from_what_completes_it(sentence, bad):
     qs = [qa.question for qa in passage_questions(sentence)]
     assert not any(bad in q for q in qs), qs
+
+
+@pytest.mark.parametrize("text,bad", [
+    # a name read as the verb
+    ("In this case that means using the identity you registered to be the admin of org1, and giving this identity "
+     "the name Org1 MSP Admin.", "Org1?"),
+    # one end of a range goes with the answer
+    ("The Columbia River drops 2,690 feet (820 m) from source to mouth, while the Snake drops over 8,500 feet (2,600 m) "
+     "in elevation over a length more than 200 miles (320 km) shorter.", "to mouth?"),
+    ("A user or third-party application can change the retention period from indefinite to finite retention that uses "
+     "an SDK or REST API.", "from indefinite?"),
+    # a noun phrase the passage writes with "the" is no task
+    ("If you adjudicate a document, promote the annotations to ground truth. The annotations override the ground "
+     "truth established before.", "How do I ground truth?"),
+])
+def test_no_question_with_a_name_for_a_verb_half_a_range_or_a_noun_for_a_task(text, bad):
+    qs = [qa.question for qa in passage_questions(text)]
+    assert not any(q.endswith(bad) for q in qs), qs

@@ -628,6 +628,9 @@ def read_clause(sent) -> Clause | None:
     root = sent.root
     if root.pos_ not in ("VERB", "AUX"):
         return None
+    if not root.text.isalpha() or (root.text[:1].isupper() and root.i != sent.start):
+        return None     # a name or a label read as the verb: "giving this identity the name Org1 MSP Admin" gave
+                        # "What did the name Org1?"
     subjs = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
     if len(subjs) > 1:
         return None     # two subjects of one verb: a misparse ("Two paintings ... depict peasants curling; Scotland
@@ -755,6 +758,7 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
     if any(t.dep_ == "conj" and (t.pos_ == "NUM") != (t.head.pos_ == "NUM") for c in clause.comps for t in c.subtree):
         return None                 # so is a number coordinated with a word: "reaches its best value at 1 and worst
                                     # value at 0" read as "at (1 and worst) value"
+    kept: set[int] = set()
     for c in sorted(clause.comps, key=lambda x: x.i):
         if c.i in skip:
             continue
@@ -781,9 +785,28 @@ def _vp(clause: Clause, skip: set[int], limit: int = 12) -> list[str] | None:
                 return None        # an essential complement we cannot shorten ("accounted for about 52.1% of ...")
             continue
         out.extend(t.text for t in toks)
+        kept |= {t.i for t in toks}
         if len(out) > limit:
             return None
+    if _half_a_range(clause, kept):
+        return None
     return out
+
+
+def _half_a_range(clause: Clause, kept: set[int]) -> bool:
+    """One end of a "from X to Y" range of the verb kept without the other (``kept``: the indexes of the words the
+    question keeps): "drops 2,690 feet from source to mouth" gives no "How many feet does the Columbia River drop to
+    mouth?", "change the retention period from indefinite to finite retention" no "... change from indefinite?"."""
+    v = clause.verb
+    for t in v.children:
+        other = {"from": "to", "to": "from"}.get(t.lower_)
+        if t.dep_ != "prep" or not other or t.i not in kept:
+            continue
+        ends = [x for x in v.subtree if x.lower_ == other and x.i not in kept
+                and (x.head.i == v.i or x.head.head.i == v.i and x.dep_ == "aux")]
+        if ends:
+            return True
+    return False
 
 
 def _others_its(toks, subj) -> bool:
@@ -1045,7 +1068,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         purpose = [t for t in to_cl.subtree if not t.is_space and not (t.lower_ == "to" and t.head.i == to_cl.i
                                                                        and t.dep_ == "aux") and not t.is_punct
                    and t.i not in inside]
-        if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose):
+        as_noun = re.search(rf"\bthe {re.escape(_text(purpose).lower())}\b", sent.doc.text.lower())
+        # (a noun phrase the passage writes with "the" is no task: "promote the annotations to ground truth" with
+        # "the ground truth" elsewhere gives no "How do I ground truth?")
+        if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose) and not as_noun:
             if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
                 rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
             else:                   # "Do Y to X." -> the answer is the instruction before it
