@@ -1229,3 +1229,13 @@ def test_no_question_on_an_idiom_object_or_a_noun_cut_from_what_completes_it(sen
 def test_no_question_with_a_name_for_a_verb_half_a_range_or_a_noun_for_a_task(text, bad):
     qs = [qa.question for qa in passage_questions(text)]
     assert not any(q.endswith(bad) for q in qs), qs
+
+
+def test_a_hyphenated_verb_is_not_cut_and_a_copula_read_with_two_predicates_agrees_with_the_first():
+    assert not any("ordinate" in qa.question for qa in passage_questions(
+        "The Joint United Nations Programme on HIV/AIDS co-ordinates the global response."))
+    assert well_formed("Are the future therapeutic potential of experiments a valuable tool?") == \
+        "subject-verb agreement ('Are' with 'potential')"
+    for ok in ("Are Poe Dameron and Kylo Ren playable add-on characters?", "Are there any other types of photography?",
+               "Were the eastern Mediterranean provinces more urbanised than the western?"):
+        assert well_formed(ok) is None, ok

@@ -631,6 +631,8 @@ def read_clause(sent) -> Clause | None:
     if not root.text.isalpha() or (root.text[:1].isupper() and root.i != sent.start):
         return None     # a name or a label read as the verb: "giving this identity the name Org1 MSP Admin" gave
                         # "What did the name Org1?"
+    if root.i >= 2 and root.doc[root.i - 1].text in ("-", "–") and not root.doc[root.i - 2].whitespace_:
+        return None     # the last part of a hyphenated verb: "co-ordinates" gave "What does the Programme ordinate?"
     subjs = [c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")]
     if len(subjs) > 1:
         return None     # two subjects of one verb: a misparse ("Two paintings ... depict peasants curling; Scotland
@@ -1991,6 +1993,13 @@ def well_formed(question: str, followup: bool = False) -> str | None:
                 continue
             if subj.tag_ == "NN" and t.lower_ in ("are", "were") or subj.tag_ == "NNS" and t.lower_ in ("is", "was"):
                 return f"subject-verb agreement ({t.text!r} with {subj.text!r})"
+    if toks and toks[0].lower_ in ("are", "were") and toks[0].dep_ == "ROOT" \
+            and not any(c.dep_ in ("nsubj", "nsubjpass", "expl") for c in toks[0].children):
+        # a yes/no copula the parser read with two predicates: the first one is its subject ("Are the future
+        # therapeutic potential of experiments a valuable tool?")
+        subj = next((c for c in toks[0].children if c.dep_ == "attr"), None)
+        if subj is not None and subj.tag_ == "NN" and not any(c.dep_ in ("cc", "conj") for c in subj.children):
+            return f"subject-verb agreement ({toks[0].text!r} with {subj.text!r})"
     if re.search(r"\b(?:me|us)\b", request_body(q) or q, re.IGNORECASE) \
             and not re.search(r"\b(?:I|we)\b", q):       # (a request to the assistant is no quoted speech)
         return "a first-person object without a first-person subject (quoted speech)"
