@@ -925,11 +925,6 @@ def test_a_context_name_gets_the_article_and_case_a_rewrite_needs():
     assert _as_phrase("Imperial Japan", "The navy of Imperial Japan attacked.", "") == "Imperial Japan"
     assert _as_phrase("Romeo and Juliet", "Romeo and Juliet\nThe play ends.", "") == "Romeo and Juliet"
     assert _as_phrase("Franklin D. Roosevelt", "Franklin D. Roosevelt\nHe was elected.", "") == "Franklin D. Roosevelt"
-    # "the" of a longer name that goes on after a preposition is that name's: "the Red Hat OpenShift on IBM Cloud"
-    # gives no "in the Red Hat OpenShift"; written alone with "the", the name keeps it ("the United States in 1945")
-    ocp = "Red Hat OpenShift\nCreate a cluster in the Red Hat OpenShift on IBM Cloud console. Red Hat OpenShift runs apps."
-    assert _as_phrase("Red Hat OpenShift", ocp, "") == "Red Hat OpenShift"
-    assert _as_phrase("United States", "The war ended. The United States in 1945 was rich.", "") == "the United States"
 
 
 def test_a_one_word_page_written_in_lower_case_is_a_common_noun_context():

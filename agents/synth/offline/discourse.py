@@ -963,9 +963,6 @@ until than into onto over under about against between through the a an its their
 they he she there not also then""".split())
 
 
-_NAME_GOES_ON = frozenset({"on", "for", "at"})      # prepositions inside product names ("... on IBM Cloud")
-
-
 def _with_article(matches: list, text: str) -> bool:
     """The name of ``matches`` (its occurrences in ``text``) is written "the <name>" as a phrase of its own
     ("the Byzantine Empire was ..."): some occurrence has "the" before it and a sentence mark or a function word
@@ -974,11 +971,8 @@ def _with_article(matches: list, text: str) -> bool:
     for m in matches:
         if text[max(0, m.start() - 4):m.start()].lower() != "the ":
             continue
-        nxt = re.match(r"\s*([^\W_]+|\S)?(?:\s+(\S+))?", text[m.end():])
+        nxt = re.match(r"\s*([^\W_]+|\S)?", text[m.end():])
         word = nxt.group(1) if nxt else None
-        if word is not None and word.lower() in _NAME_GOES_ON and (nxt.group(2) or "")[:1].isupper():
-            continue        # a longer name's "the": "the Red Hat OpenShift on IBM Cloud console" is no "the Red Hat
-                            # OpenShift" (other occurrences still count)
         if word is None or not word[:1].isalnum() or word.lower() in _AFTER_NAME \
                 or (word.islower() and word.endswith("ed")):          # "the Byzantine Empire collapsed"
             return True
