@@ -45,6 +45,7 @@ def parse(text: str):
 
 
 def _fix_lemmas(doc):
+    """``doc`` with :func:`_fix_lemma` applied to its past and -ing verb forms (in place)."""
     for t in doc:
         if t.pos_ in ("VERB", "AUX") and t.tag_ in ("VBD", "VBN", "VBG"):
             fixed = _fix_lemma(t.lower_, t.lemma_)

@@ -617,7 +617,7 @@ def _resolve_subject(subj, antecedents: dict) -> tuple[list, str] | None:
 
 _QUANTIFIER_PRONOUNS = {"some", "many", "most", "few", "several", "others", "all", "both", "each", "none", "any",
                         "either", "neither", "one", "little", "much"}
-_ANAPHORIC_HEADS = {"result", "outcome", "consequence", "aftermath", "remainder", "rest", "latter", "former"}
+_ANAPHORIC_HEADS = {"result", "outcome", "consequence", "aftermath", "remainder", "rest"}   # ("the latter": _points_back)
 
 
 _ELLIPTIC_HEADS = {"first", "second", "third", "fourth", "fifth", "last", "former", "latter", "next", "previous",
@@ -1070,10 +1070,10 @@ def questions_from_sentence(sent, idx: int, antecedents: dict, title: str = "") 
         purpose = [t for t in to_cl.subtree if not t.is_space and not (t.lower_ == "to" and t.head.i == to_cl.i
                                                                        and t.dep_ == "aux") and not t.is_punct
                    and t.i not in inside]
-        as_noun = re.search(rf"\bthe {re.escape(_text(purpose).lower())}\b", sent.doc.text.lower())
         # (a noun phrase the passage writes with "the" is no task: "promote the annotations to ground truth" with
         # "the ground truth" elsewhere gives no "How do I ground truth?")
-        if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose) and not as_noun:
+        if 2 <= len(purpose) <= 10 and not any(t.lower_ in PRONOUNS for t in purpose) \
+                and not re.search(rf"\bthe {re.escape(_text(purpose).lower())}\b", sent.doc.text.lower()):
             if to_cl.i < v.i:       # "To X, do Y." -> the answer is what follows the purpose
                 rest = [t for t in sent if t.i > max(x.i for x in to_cl.subtree) and not t.is_space]
             else:                   # "Do Y to X." -> the answer is the instruction before it
