@@ -61,7 +61,7 @@ from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
                                             coreferable, elide_given, full_name, history_mentions, history_text,
-                                            main_name, misrefers, norm_np,
+                                            main_name, misrefers, norm_np, page_subject,
                                             mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
@@ -142,6 +142,11 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         same_page = bool(segment) and ((p.get("title") or "") == last.get("title") != ""
                                        or p["text"] == last.get("gold_text"))
         for qa in _cands(p["text"], p.get("title") or ""):
+            if not segment:
+                # an opening question names the page its "the company" is ("How many customers does Chipotle Mexican
+                # Grill serve?"): nothing came before it to say which one
+                named = page_subject(qa, p)
+                qa = replace(qa, question=named) if named else qa
             if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given) \
                     or (qa.qtype == "yesno" and (not yesno_ok or _said(qa.question, given))):
                 continue
@@ -192,7 +197,9 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         if segment and x.get("extra_attempt") and not rendered[2]:
             continue        # an extra attempt (the first ones had nothing to ask) looks for the thread, and a
                             # question asked in full of whatever other passage it is shown is a jump, not a follow-up
-        head.append((-neg - (0.0 if rendered[2] else EXPLICIT_PENALTY), i, qa, rendered))
+        cost = (0.0 if rendered[2] else EXPLICIT_PENALTY) \
+            + (UNINTRODUCED_COST if segment and unintroduced(qa, rendered[1], segment) else 0.0)
+        head.append((-neg - cost, i, qa, rendered))
         if len(head) >= HEAD + x.get("attempt", 0):
             break
     if need and segment and x.get("extra_attempt"):
@@ -255,6 +262,7 @@ def _unrelated(passages: list[dict], segment: list[dict]) -> set[int]:
 UNRELATED_COSINE = 0.2       # below this MiniLM cosine with the previous turn's passage, a passage is unrelated
 OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names its passage's subject
 VAGUE_OPENER_COST = 1.0      # ranking points: an opening question that names nothing at all (:func:`vague`)
+UNINTRODUCED_COST = 1.0     # ranking points: a follow-up about "the N" that nothing in the conversation introduced
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
@@ -270,8 +278,12 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
         return asked or qa.question, qa.question, bool(asked) or u >= talk
     rank = coreferable(qa, topics)
+    named = page_subject(qa, passages[i], history_text(segment))
+    if named and not _on_page(passages[i], segment, topics):
+        # "the company" of a page the conversation has not been on is not the one it talks about: asked by its name
+        return named, named, u >= talk
     ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
-        if rank is None and not _defines_a_name(qa.question) else ""
+        if rank is None and not named and not _defines_a_name(qa.question) else ""
     if ctx and norm_np(ctx) in norm_np(qa.answer or ""):
         ctx = ""        # the context is what the question asks for: "What did the new states join?" - "the United
                         # Nations" gave the rewrite "What did the new states join in the United Nations?"
@@ -280,8 +292,9 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         standalone = qa.question
     if not ctx:
         # "Is the river named after Henry Hudson?" is no standalone question where the conversation is about the
-        # Hudson River: the rewrite names it
-        standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or standalone
+        # Hudson River: the rewrite names it, and "Is the series produced by July Moon Productions?" on the page
+        # "13 Reasons Why" the page
+        standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or named or standalone
     if rank is not None and misrefers(qa, topics[rank], passages[i]["text"]):
         return qa.question, standalone, False       # asked in full: "it" would be the conversation's river
     asked, form = render(qa, segment, shares, u)
@@ -304,6 +317,28 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         # asked in full: a name the conversation gave, left out of the phrase it modifies ("the process")
         asked = elide_given(standalone, topics + [c for c in contexts if c not in topics]) or asked
     return asked, standalone, asked != standalone or u >= talk
+
+
+def unintroduced(qa: QA, standalone: str, segment: list[dict]) -> bool:
+    """A follow-up about "the <noun>" that the conversation never introduced and its standalone form does not say
+    either (no context, no name): "Does the operation cause an overflow?", "Was the switch on 12 am?" - the user has
+    heard of no operation, no switch, and "the" says they have. Nouns the segment's questions or answers said
+    (singular or plural) are introduced: "the command" after a command was named."""
+    m = re.fullmatch(r"the ([a-z]+)", (qa.topic or "").strip())
+    if not m or standalone != qa.question or not vague(qa.question):
+        return False
+    noun = m.group(1)
+    said = {w for t in segment for w in words(f"{t.get('question') or ''} {t.get('standalone_question') or ''} "
+                                             f"{t.get('answer') or ''}")}
+    stem = noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
+    return not ({noun, stem, stem + "s", stem + "es"} & said)
+
+
+def _on_page(passage: dict, segment: list[dict], topics: list[str]) -> bool:
+    """The conversation has been on ``passage``'s page: a turn of the segment was, or its name is a segment topic."""
+    title = passage.get("title") or ""
+    return bool(title) and (any((t.get("title") or "") == title for t in segment)
+                            or norm_np(title_name(title)) in topics[:6])
 
 
 _NOT_A_TOPIC = {"this", "that", "these", "those", "it", "they", "some", "many", "most", "several", "other", "others",
