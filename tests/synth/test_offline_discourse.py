@@ -1073,7 +1073,6 @@ def test_a_shorter_name_of_another_thing_of_the_kind_is_not_the_conversations_to
     asked, standalone, _ = questioning._follow_up(qa, 0, [{"doc_id": "h", "title": "Hudson River", "text": text}], seg,
                                                   ["delaware river"], [], questioning.DiscourseShares(), [])
     assert "it" not in asked.lower().split() and asked == standalone, (asked, standalone)
-    assert asked == "Is the Hudson River named after Henry Hudson?"       # "the river" would be the Delaware
 
 
 def test_a_task_or_a_compound_noun_is_no_vague_opener():
@@ -1311,66 +1310,6 @@ def test_a_context_without_a_shorter_name_falls_back_to_its_pronoun():
                       ["What is Watson Assistant?"])[0] == "How do I publish my bot?"
 
 
-# --- "the company" of a page: the standalone question names the page ----------------------------------------
-
-CHIPOTLE = {"doc_id": "chip", "title": "Chipotle Mexican Grill",
-            "text": "Chipotle Mexican Grill\nChipotle Mexican Grill operates restaurants across the United States. "
-                    "The company serves approximately 750,000 customers per day."}
-JACK = [{"question": "What is Jack in the Box?", "standalone_question": "What is Jack in the Box?",
-         "answer": "An American fast-food restaurant chain. Jack in the Box is an American fast-food restaurant "
-                   "chain.", "title": "Jack in the Box", "gold_text": "Jack in the Box is an American chain."}]
-
-
-def _customers():
-    from agents.synth.offline.qgen import passage_questions
-    return next(qa for qa in passage_questions(CHIPOTLE["text"], CHIPOTLE["title"])
-                if qa.question == "How many customers does the company serve?")
-
-
-def test_the_company_of_a_page_is_named_by_the_page():
-    from agents.synth.offline.discourse import page_subject, subject_name
-    qa = _customers()
-    assert page_subject(qa, CHIPOTLE) == "How many customers does Chipotle Mexican Grill serve?"
-    assert subject_name("Dubuque, Iowa") == "Dubuque"
-    # no name to put in: a title that is a common noun phrase, a one-word title written in lower case
-    assert page_subject(qa, {**CHIPOTLE, "title": "History of McDonald's"}) is None
-    assert page_subject(qa, {**CHIPOTLE, "title": "Restaurant"}) is None
-    # another company the passage names: which one "the company" is, it does not settle
-    other = {**CHIPOTLE, "text": CHIPOTLE["text"] + " It bought shares of the Acme Company in 2001."}
-    assert page_subject(qa, other) is None
-    # the page's name is a place: "the company" on it is some company of the place, not the place
-    place = {"doc_id": "m", "title": "Michigan",
-             "text": "Michigan\nMany firms moved to Michigan in 1920. Detroit is in Michigan. "
-                     "The company serves approximately 750,000 customers per day."}
-    from agents.synth.offline.qgen import passage_questions
-    qb = next(q for q in passage_questions(place["text"], place["title"])
-              if q.question == "How many customers does the company serve?")
-    assert page_subject(qb, place) is None
-
-
-def test_a_follow_up_about_the_company_of_another_page_names_it_and_on_the_page_refers_to_it():
-    from agents.synth.offline.discourse import DiscourseShares
-    from agents.synth.offline.questioning import _follow_up
-    shares = DiscourseShares(pronoun=0.5, short=0.4, ellipsis=0.1)
-    qa = _customers()
-    # the conversation is on Jack in the Box: "the company" would be Jack in the Box; the question names Chipotle
-    asked, standalone, _ = _follow_up(qa, 0, [CHIPOTLE], JACK, ["jack in the box"], [], shares, [])
-    assert asked == standalone == "How many customers does Chipotle Mexican Grill serve?"
-    # on Chipotle's page, "the company" is the one the conversation is about: asked so, the rewrite names it
-    on_page = [{**JACK[0], "question": "What is Chipotle Mexican Grill?", "title": "Chipotle Mexican Grill",
-                "standalone_question": "What is Chipotle Mexican Grill?"}]
-    asked, standalone, leans = _follow_up(qa, 0, [CHIPOTLE], on_page, ["chipotle mexican grill"], [], shares, [])
-    assert standalone == "How many customers does Chipotle Mexican Grill serve?"
-    assert asked == "How many customers does the company serve?" and leans
-
-
-def test_the_answerer_answers_a_question_that_names_the_page_from_the_question_it_came_from():
-    from agents.synth.offline.answering import answer
-    a = answer("How many customers does Chipotle Mexican Grill serve?",
-               "How many customers does Chipotle Mexican Grill serve?", CHIPOTLE)
-    assert a.startswith("Approximately 750,000 customers. The company serves")
-
-
 def test_a_follow_up_about_an_unintroduced_thing_costs_ranking_points():
     from agents.synth.offline.qgen import QA
     from agents.synth.offline.questioning import unintroduced
@@ -1389,14 +1328,3 @@ def test_a_follow_up_about_an_unintroduced_thing_costs_ranking_points():
                sentence="", template="Does {T} cause an overflow in Kubernetes", topic="the operation",
                topic_kind="SING", topic_role="subj")
     assert not unintroduced(named, named.question, seg)
-
-
-def test_the_company_on_a_persons_page_is_not_the_person():
-    from agents.synth.offline.discourse import page_subject
-    from agents.synth.offline.qgen import passage_questions
-    page = {"doc_id": "s", "title": "Steve Jobs",
-            "text": "Steve Jobs\nSteve Jobs founded Apple with Steve Wozniak in 1976. He left in 1985. "
-                    "The company serves approximately 750,000 customers per day."}
-    qa = next(q for q in passage_questions(page["text"], page["title"])
-              if q.question == "How many customers does the company serve?")
-    assert page_subject(qa, page) is None

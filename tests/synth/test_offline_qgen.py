@@ -919,6 +919,44 @@ def test_the_pages_kind_named_by_its_title_is_the_page_in_a_question():
     assert page_subject("North America\nThe continent is bordered by the Arctic Ocean.", "North America") is None
 
 
+CHIPOTLE = ("Chipotle Mexican Grill\nChipotle Mexican Grill operates restaurants across the United States. "
+            "The company serves approximately 750,000 customers per day.")
+
+
+def _on_page(text: str, title: str) -> list[str]:
+    return [qa.question for qa in passage_questions(text, title)]
+
+
+def test_the_company_of_a_page_that_the_passage_does_not_define_is_the_page():
+    # "How many customers does the company serve?" on the Chipotle page, asked after a turn about Jack in the Box,
+    # was read as Jack in the Box's customers: a passage from the middle of a page calls its subject "the company"
+    # without defining it, and the question must name it
+    from agents.synth.offline.qgen import page_subject
+    assert page_subject(CHIPOTLE, "Chipotle Mexican Grill") == ("Chipotle Mexican Grill", frozenset({"company"}))
+    got = _on_page(CHIPOTLE, "Chipotle Mexican Grill")
+    assert "How many customers does Chipotle Mexican Grill serve?" in got
+    assert not any("the company" in q for q in got), got
+    dubuque = ("Dubuque, Iowa\nSince its founding, Dubuque has had a strong religious tradition. The city also "
+               "played a key role in the expansion of the Church.")
+    assert "Did Dubuque play a key role?" in _on_page(dubuque, "Dubuque, Iowa")
+
+
+def test_the_company_stays_where_the_page_is_no_named_thing_of_that_kind():
+    q = "How many customers does the company serve?"
+    # a page that is no name, and a one-word title that the text writes in lower case
+    assert q in _on_page(CHIPOTLE.replace("Chipotle Mexican Grill", "History of McDonald's"), "History of McDonald's")
+    assert q in _on_page("Restaurant\nA restaurant serves food. The company serves approximately 750,000 customers "
+                       "per day.", "Restaurant")
+    # another company the passage names: which one "the company" is, it does not settle
+    assert q in _on_page(CHIPOTLE + " It bought shares of the Acme Company in 2001.", "Chipotle Mexican Grill")
+    # a place's page: "the company" is some company there; a person's page: not the person
+    michigan = "Michigan\nMany firms moved to Michigan in 1920. Detroit is in Michigan. " + CHIPOTLE.split("\n")[1]
+    assert q in _on_page(michigan, "Michigan")
+    jobs = ("Steve Jobs\nSteve Jobs founded Apple with Steve Wozniak in 1976. He left in 1985. "
+            "The company serves approximately 750,000 customers per day.")
+    assert q in _on_page(jobs, "Steve Jobs")
+
+
 def test_no_verb_as_a_subject_and_no_antecedent_that_needs_one():
     # "Did exemplifies write the special quality of her mind?"; "What does its rotation period present to the
     # planet?" ("it" resolved to the sentence before's subject, itself "its rotation period")

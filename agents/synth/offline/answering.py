@@ -52,7 +52,7 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     cands = passage_questions(text, passage.get("title") or "")
     qa = next((c for c in cands if _key(c.question) == key), None) or \
         next((c for c in cands if key.startswith((_key(c.question) + " in ", _key(c.question) + " for "))),
-             None) or _by_page(cands, key, passage.get("title") or "")   # asked in a context, or naming the page
+             None)   # asked in a context
     if qa is not None:
         span, sentence = qa.answer, qa.sentence
     else:
@@ -70,23 +70,6 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     if span and _key(span) != _key(sentence):
         return f"{span[0].upper() + span[1:]}. {context}"
     return context
-
-
-def _by_page(cands: list, key: str, title: str):
-    """The candidate whose subject "the <kind>" the (normalised) question ``key`` names by the passage's page
-    (:func:`~agents.synth.offline.discourse.page_subject`: "How many customers does Chipotle Mexican Grill serve?" is
-    "How many customers does the company serve?" on that page), or None."""
-    from agents.synth.offline.discourse import subject_name
-    page = re.sub(r"^the ", "", _key(subject_name(title)))
-    if not page:
-        return None
-    for c in cands:
-        if c.template and "{T}" in c.template and re.fullmatch(r"the [a-z]+", c.topic or "", re.IGNORECASE):
-            pattern = re.escape(_key(c.template.replace("{T}", "qqtopicqq"))).replace("qqtopicqq", "(?:the )?(.+)")
-            m = re.fullmatch(pattern, key)
-            if m and m.group(1) == page:
-                return c
-    return None
 
 
 LIST_ITEMS = 6          # list items a lead-in ("To rename a skill, follow these steps:") brings into an answer

@@ -26,7 +26,6 @@ standalone question is always the resolved form (the rewrite).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -278,67 +277,6 @@ def full_name(qa: QA, topics: list[str], text: str, history: str) -> str | None:
     found = next((m.group(0) for m in ms if m.group(0)[:1].isupper()), ms[0].group(0))
     name = _as_phrase(re.sub(r"\s+", " ", found), text, history)
     q = finish(qa.template.replace("{T}", name))
-    return q if well_formed(q) is None and q != qa.question else None
-
-
-# the common nouns a page's own text calls its subject by ("The company serves 750,000 customers" on the page
-# "Chipotle Mexican Grill", "the state" on "Michigan"), by the kind of thing they name, with the entity labels
-# a name of that kind may not carry (a company is no place or person, a state no company)
-_PAGE_KINDS = {
-    **dict.fromkeys(("state", "city", "country", "town", "village", "nation", "province", "county", "island",
-                     "river", "lake"), {"PERSON", "ORG", "NORP", "WORK_OF_ART", "EVENT", "PRODUCT"}),
-    **dict.fromkeys(("company", "corporation", "firm", "chain", "brand", "band", "team", "club", "party",
-                     "organization", "organisation", "agency", "network", "league", "university", "college"),
-                    {"GPE", "LOC", "PERSON", "NORP", "EVENT"}),
-    **dict.fromkeys(("series", "show", "film", "movie", "album", "song", "single", "novel", "book", "franchise",
-                     "sitcom", "musical", "opera", "episode", "poem", "magazine", "newspaper"),
-                    {"GPE", "LOC", "NORP", "EVENT"}),
-    **dict.fromkeys(("battle", "war", "festival", "tournament", "championship", "election", "treaty"),
-                    {"GPE", "LOC", "PERSON", "NORP", "ORG"}),
-    **dict.fromkeys(("trophy", "award", "prize", "bridge", "stadium", "temple", "museum", "palace", "castle",
-                     "tower", "canal", "dam", "airport", "disease", "language", "dynasty", "empire", "kingdom"),
-                    {"PERSON", "NORP"}),
-    "character": {"GPE", "LOC", "NORP", "ORG", "EVENT"},
-}
-
-
-def subject_name(title: str) -> str:
-    """The name a page's text calls "the <kind>": its title as a thing (:func:`title_name`) before a comma ("Dubuque,
-    Iowa": the city is Dubuque)."""
-    return title_name(title).split(",")[0].strip()
-
-
-def page_subject(qa: QA, passage: dict, history: str = "") -> str | None:
-    """``qa``'s question with its subject "the <kind>" (one common noun of ``_PAGE_KINDS``: "the company", "the
-    series", "the state") replaced by the name of the page it is on, the way an encyclopedia's text calls its own
-    subject ("How many customers does the company serve?" on the page "Chipotle Mexican Grill" -> "How many
-    customers does Chipotle Mexican Grill serve?"): the question names what it asks about. Only for a page whose title
-    is a name (capitalised inside the passage's or the conversation's sentences: not "Football", not "the history of
-    McDonald's"), where the passage names no other thing of the kind ("the Conn Smythe Trophy" beside "the trophy")
-    and the passage's most frequent entity label of the name fits the kind (no "the state" for a company); None otherwise or when
-    the result is not well formed."""
-    if not qa.template or "{T}" not in qa.template:
-        return None
-    m = re.fullmatch(r"the ([a-z]+)", (qa.topic or "").strip(), re.IGNORECASE)
-    kind = m.group(1).lower() if m else ""
-    if kind not in _PAGE_KINDS:
-        return None
-    name = subject_name(passage.get("title") or "")
-    text = passage["text"][:4000]
-    if not re.match(r"[A-Z0-9]", name) or norm_np(name) == kind or "{" in name:
-        return None           # no name: "the history of McDonald's"
-    if len(name.split()) == 1 and not _written_as_a_name(name, f"{text}\n{history}"):
-        return None           # a one-word title the sentences write in lower case: the page "Football" is no name
-    if any(n != norm_np(name) and not norm_np(name).endswith(" " + n) for n in _names_with_head(kind, text)):
-        return None           # another thing of the kind: which one "the trophy" is, the passage does not settle
-    from agents.synth.offline.nlp import passage_doc
-    labels = Counter(e.label_ for e in passage_doc(text).ents if norm_np(e.text) == norm_np(name))
-    label = labels.most_common(1)[0][0] if labels else ""
-    if label == "PERSON" and not re.search(r"\b(?:he|she|his|her|him)\b", text, re.IGNORECASE):
-        label = ""            # the small tagger's "person" on a page that speaks of no one ("Chipotle Mexican Grill")
-    if label in _PAGE_KINDS[kind]:
-        return None           # the name is of another kind: "the company" on a country's page is some company of it
-    q = finish(qa.template.replace("{T}", _as_phrase(name, text, history)))
     return q if well_formed(q) is None and q != qa.question else None
 
 

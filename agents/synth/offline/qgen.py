@@ -26,6 +26,7 @@ Generation" (over-generate and rank).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -1423,6 +1424,10 @@ def page_subject(text: str, title: str, sents: list | None = None) -> tuple[str,
         head = _title_kind(name, text)
         if head:
             kinds.add(head)
+    if not kinds and not dis:
+        listed = _listed_kinds(name.split(",")[0].strip(), text, sents)
+        if listed:
+            name, kinds = name.split(",")[0].strip(), listed      # "Dubuque, Iowa": the text's "the city" is Dubuque
     if not kinds:
         return None
     if not said and not dis:
@@ -1451,6 +1456,50 @@ def _title_kind(name: str, text: str) -> str | None:
     if any(o != re.sub(r"^The\s+", "", name) for o in others):
         return None
     return key
+
+
+# the common nouns an encyclopedia page's text calls its own subject by ("The company serves 750,000 customers" on the
+# page "Chipotle Mexican Grill", "the state" on "Michigan"), with the entity labels a name of that kind does not carry
+# (a company is no place, a state no company)
+_PLACE_NOT = frozenset({"PERSON", "ORG", "NORP", "WORK_OF_ART", "EVENT", "PRODUCT"})
+_ORG_NOT = frozenset({"GPE", "LOC", "PERSON", "NORP", "EVENT"})
+_WORK_NOT = frozenset({"GPE", "LOC", "NORP", "EVENT"})
+_EVENT_NOT = frozenset({"GPE", "LOC", "PERSON", "NORP", "ORG"})
+_THING_NOT = frozenset({"PERSON", "NORP"})
+_LISTED_KINDS = {
+    **dict.fromkeys(("state", "city", "country", "town", "village", "nation", "province", "county", "island",
+                     "river", "lake"), _PLACE_NOT),
+    **dict.fromkeys(("company", "corporation", "firm", "chain", "brand", "band", "team", "club", "party",
+                     "organization", "organisation", "agency", "network", "league", "university", "college"),
+                    _ORG_NOT),
+    **dict.fromkeys(("series", "show", "film", "movie", "album", "song", "single", "novel", "book", "franchise",
+                     "sitcom", "musical", "opera", "episode", "poem", "magazine", "newspaper"), _WORK_NOT),
+    **dict.fromkeys(("battle", "war", "festival", "tournament", "championship", "election", "treaty"), _EVENT_NOT),
+    **dict.fromkeys(("trophy", "award", "prize", "bridge", "stadium", "temple", "museum", "palace", "castle", "tower",
+                     "canal", "dam", "airport", "disease", "language", "dynasty", "empire", "kingdom"), _THING_NOT),
+    "character": frozenset({"GPE", "LOC", "NORP", "ORG", "EVENT"}),
+}
+
+
+def _listed_kinds(name: str, text: str, sents: list | None) -> frozenset[str]:
+    """The kinds of ``_LISTED_KINDS`` that a named page's passage calls its subject by when it does not define it
+    (a passage from the middle of the page: "The company serves ..." on "Chipotle Mexican Grill"): each noun the text
+    writes as "the <kind>", where it names no other thing of the kind ("the Conn Smythe Trophy" beside "the trophy")
+    and the name's most frequent entity label in the passage fits the kind (no "the company" for a country's page, nor
+    for a person's: the small tagger's "person" counts only where the text says "he" or "she"). A one-word name must be
+    written with its capital inside the sentences ("Football" on its page is a common noun)."""
+    from agents.synth.offline.discourse import _names_with_head, _written_as_a_name, norm_np
+    said = {k for k in _LISTED_KINDS if re.search(rf"\b[Tt]he {k}\b", text)}
+    if not said or (len(name.split()) == 1 and not _written_as_a_name(name, text)):
+        return frozenset()
+    key = norm_np(name)
+    labels = Counter(e.label_ for s in (sents if sents is not None else sentence_spans(text)) for e in s.ents
+                     if norm_np(e.text) == key)
+    label = labels.most_common(1)[0][0] if labels else ""
+    if label == "PERSON" and not re.search(r"\b(?:he|she|his|her|him)\b", text, re.IGNORECASE):
+        label = ""      # "Chipotle Mexican Grill" read as a person on a page that speaks of no one
+    return frozenset(k for k in said if label not in _LISTED_KINDS[k]
+                     and all(n == key or key.endswith(" " + n) for n in _names_with_head(k, text)))
 
 
 # titles whose kind comes first ("Operation Barbarossa", "Treaty of ...": "the operation", "the treaty")

@@ -61,7 +61,7 @@ from agents.synth.offline.answer_types import REQUEST
 from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
                                             coreferable, elide_given, full_name, history_mentions, history_text,
-                                            main_name, misrefers, norm_np, page_subject,
+                                            main_name, misrefers, norm_np,
                                             mentions_history, render, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
@@ -142,11 +142,6 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         same_page = bool(segment) and ((p.get("title") or "") == last.get("title") != ""
                                        or p["text"] == last.get("gold_text"))
         for qa in _cands(p["text"], p.get("title") or ""):
-            if not segment:
-                # an opening question names the page its "the company" is ("How many customers does Chipotle Mexican
-                # Grill serve?"): nothing came before it to say which one
-                named = page_subject(qa, p)
-                qa = replace(qa, question=named) if named else qa
             if any(jaccard_words(qa.question, e) >= 0.5 for e in earlier) or _given(qa.answer, given) \
                     or (qa.qtype == "yesno" and (not yesno_ok or _said(qa.question, given))):
                 continue
@@ -278,12 +273,8 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
         return asked or qa.question, qa.question, bool(asked) or u >= talk
     rank = coreferable(qa, topics)
-    named = page_subject(qa, passages[i], history_text(segment))
-    if named and not _on_page(passages[i], segment, topics):
-        # "the company" of a page the conversation has not been on is not the one it talks about: asked by its name
-        return named, named, u >= talk
     ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
-        if rank is None and not named and not _defines_a_name(qa.question) else ""
+        if rank is None and not _defines_a_name(qa.question) else ""
     if ctx and norm_np(ctx) in norm_np(qa.answer or ""):
         ctx = ""        # the context is what the question asks for: "What did the new states join?" - "the United
                         # Nations" gave the rewrite "What did the new states join in the United Nations?"
@@ -292,9 +283,8 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         standalone = qa.question
     if not ctx:
         # "Is the river named after Henry Hudson?" is no standalone question where the conversation is about the
-        # Hudson River: the rewrite names it, and "Is the series produced by July Moon Productions?" on the page
-        # "13 Reasons Why" the page
-        standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or named or standalone
+        # Hudson River: the rewrite names it
+        standalone = full_name(qa, topics, passages[i]["text"], history_text(segment)) or standalone
     if rank is not None and misrefers(qa, topics[rank], passages[i]["text"]):
         return qa.question, standalone, False       # asked in full: "it" would be the conversation's river
     asked, form = render(qa, segment, shares, u)
@@ -332,13 +322,6 @@ def unintroduced(qa: QA, standalone: str, segment: list[dict]) -> bool:
                                              f"{t.get('answer') or ''}")}
     stem = noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun
     return not ({noun, stem, stem + "s", stem + "es"} & said)
-
-
-def _on_page(passage: dict, segment: list[dict], topics: list[str]) -> bool:
-    """The conversation has been on ``passage``'s page: a turn of the segment was, or its name is a segment topic."""
-    title = passage.get("title") or ""
-    return bool(title) and (any((t.get("title") or "") == title for t in segment)
-                            or norm_np(title_name(title)) in topics[:6])
 
 
 _NOT_A_TOPIC = {"this", "that", "these", "those", "it", "they", "some", "many", "most", "several", "other", "others",
