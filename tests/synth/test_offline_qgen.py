@@ -957,6 +957,18 @@ def test_the_company_stays_where_the_page_is_no_named_thing_of_that_kind():
     assert q in _on_page(jobs, "Steve Jobs")
 
 
+def test_a_names_article_that_belongs_to_the_longer_phrase_is_not_kept():
+    # "Was it examined in the Red Hat OpenShift?": the parser split "the [Red Hat OpenShift on IBM Cloud] console",
+    # and the cut phrase kept the console's "the"
+    assert _on_page("The application was examined in the Red Hat OpenShift on IBM Cloud console.", "") == [
+        "Was the application examined in Red Hat OpenShift?"]
+    # a name's own article stays
+    got = _on_page("The band played at the Royal Albert Hall in London in 1969.", "")
+    assert "Did the band play at the Royal Albert Hall in 1969?" in got, got
+    assert "Did the Beatles appear on the Ed Sullivan Show in 1964?" in _on_page(
+        "The Beatles appeared on the Ed Sullivan Show in 1964.", "")
+
+
 def test_no_verb_as_a_subject_and_no_antecedent_that_needs_one():
     # "Did exemplifies write the special quality of her mind?"; "What does its rotation period present to the
     # planet?" ("it" resolved to the sentence before's subject, itself "its rotation period")

@@ -282,6 +282,8 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
                                               and (det.lower_ == "an") == (toks[0].lower_[:1] in "aeiou"))):
         toks = [det] + toks     # "a planet-like natural satellite" from "a relatively large, terrestrial, ..."
                                 # (not "an reputation" from "an iconic reputation", "a minutes" from "a few minutes")
+    if toks and toks[0].lower_ == "the" and _article_of_a_longer_name(head, {t.i for t in toks}):
+        toks = toks[1:]
     while toks and toks[-1].pos_ == "PUNCT":
         toks = toks[:-1]
     while toks and toks[0].pos_ == "PUNCT":
@@ -307,6 +309,24 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
         return []           # "a tendency (to see the worst)", "a habit (of having ...)", "the hope (that Italy could
                             # establish a colony)": the complement is the content
     return toks
+
+
+def _article_of_a_longer_name(head, kept: set[int]) -> bool:
+    """``head`` is a singular proper name whose "the" belongs to a longer phrase the parser split after it: "the Red Hat
+    OpenShift on IBM Cloud console" read as "the [Red Hat OpenShift] [on IBM Cloud console]" - the phrase cut after the
+    name would say "in the Red Hat OpenShift" where the text writes "Red Hat OpenShift" bare. The sign: a dropped
+    preposition after the name whose object is a common noun led by proper-name compounds ("IBM Cloud console")."""
+    if head.tag_ != "NNP":
+        return False
+    for c in head.children:
+        if c.dep_ != "prep" or c.i < head.i or c.i in kept:
+            continue
+        obj = next((x for x in c.children if x.dep_ == "pobj"), None)
+        if obj is not None and obj.tag_ == "NN" and obj.i > 0 and obj.doc[obj.i - 1].dep_ == "compound" \
+                and obj.doc[obj.i - 1].pos_ == "PROPN" and obj.doc[obj.i - 1].head.i == obj.i \
+                and not any(x.dep_ == "det" for x in obj.children):
+            return True
+    return False
 
 
 # nouns whose content is their complement clause ("a tendency to ...", "the ability to ...", "a habit of ...ing")
