@@ -969,6 +969,28 @@ def test_a_names_article_that_belongs_to_the_longer_phrase_is_not_kept():
         "The Beatles appeared on the Ed Sullivan Show in 1964.", "")
 
 
+def test_a_proper_names_own_of_or_for_phrase_stays_with_it():
+    # "When has it issued guidelines?" rewritten "... the American Society ..." (of the American Society for
+    # Reproductive Medicine); "the Department of Health" of the Department of Health and Human Services
+    assert _on_page("The American Society for Reproductive Medicine has issued guidelines for these procedures.",
+                    "") == ["What has the American Society for Reproductive Medicine issued?"]
+    got = _on_page("The Department of Health and Human Services issued the rules in 2001.", "")
+    assert "When did the Department of Health and Human Services issue the rules?" in got, got
+    assert not any("Department of Health issue" in q for q in got), got
+    # a place after the name is no part of it
+    assert "When was the Battle of Bull Run fought?" in _on_page("The Battle of Bull Run in Virginia was fought in "
+                                                                 "1861.", "")
+
+
+def test_a_second_verb_left_finite_after_do_support_is_malformed():
+    assert well_formed("Did the company buy the factory and sold it?")
+    assert well_formed("Does Tex reunite with his daughter and teams up with a team?")     # "teams" read as a noun
+    assert well_formed("Does the river rise in the mountains and flows south?")
+    assert well_formed("Did the company buy the factory and sell it?") is None
+    assert well_formed("Did he meet the leaders and their teams?") is None
+    assert well_formed("Did he visit the farm that grows rice and sells fruit?") is None     # a relative clause's verbs
+
+
 def test_no_verb_as_a_subject_and_no_antecedent_that_needs_one():
     # "Did exemplifies write the special quality of her mind?"; "What does its rotation period present to the
     # planet?" ("it" resolved to the sentence before's subject, itself "its rotation period")

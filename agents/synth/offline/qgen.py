@@ -226,7 +226,7 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     keep_coord = any(c.dep_ == "conj" for c in coord) and \
         sum(len(list(c.subtree)) for c in coord) <= max(0, max_words - 2) and \
         not any(t.text in "()[];:\"—–" for c in coord for t in c.subtree)
-    of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head)}
+    of_kept = {i for c in head.children if c.dep_ == "prep" for i in _of_core(c, head) | _name_tail(c, head)}
     which = _restrictive_pp(head) if restrict else set()
     if which and len(np_tokens(head, max_words, scoped)) + len(which) > max_words:
         which = set()       # the phrase with it would be cut short: without it, as before
@@ -377,6 +377,20 @@ def _of_core(prep, head) -> set:
     if not core or core[0].i != prep.i + 1 or len(core) > 4:
         return set()
     return {prep.i} | {t.i for t in core}
+
+
+def _name_tail(prep, head) -> set:
+    """The indexes of a proper name's own "of"/"for" phrase, every word of it a capitalised name word ("the American
+    Society (for Reproductive Medicine)", "the Department of Health (and Human Services)"): cut there, the name is
+    another one ("the American Society"). Empty otherwise."""
+    if head.tag_ not in ("NNP", "NNPS") or prep.lower_ not in ("of", "for") or prep.i != head.i + 1:
+        return set()
+    sub = list(prep.subtree)[1:]
+    if not sub or len(sub) > 5 or not all(t.tag_ in ("NNP", "NNPS") and t.text[:1].isupper()
+                                          or t.lower_ in ("and", "of", "the", "&") for t in sub) \
+            or sub[-1].tag_ not in ("NNP", "NNPS"):
+        return set()
+    return {prep.i} | {t.i for t in sub}
 
 
 _RESTRICT_PREPS = {"in", "on", "at", "from", "with", "for", "between", "under", "within", "during", "near", "among",
@@ -2042,6 +2056,13 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"
     for t in toks:
+        supported = {a.head.i for a in toks if a.lower_ in ("do", "does", "did") and a.dep_ == "aux" and a.i < t.i}
+        if t.dep_ == "conj" and (t.tag_ in ("VBZ", "VBD") and t.head.i in supported
+                                 or t.tag_ == "NNS" and t.i + 1 < len(doc) and doc[t.i + 1].dep_ == "prt"
+                                 and doc[t.i + 1].head.i in supported):
+            # a second verb left finite after do-support: "Did the company buy the factory and sold it?", "Does Tex
+            # reunite with his daughter and teams up with a team?" (a verb the parser read as a noun: it takes "up")
+            return f"a finite verb conjoined after do-support ({t.text!r})"
         # do-support agreement: "What do Knowledge Studio choose?", "How does the users log in?"
         if t.lower_ in ("do", "does", "did") and t.dep_ == "aux" and t.head.tag_ == "VBZ" and t.head.i > t.i:
             return f"no base-form verb after do-support ({t.head.text!r})"     # "What do they resolvers support?"
