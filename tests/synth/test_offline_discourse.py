@@ -1328,3 +1328,14 @@ def test_a_follow_up_about_an_unintroduced_thing_costs_ranking_points():
                sentence="", template="Does {T} cause an overflow in Kubernetes", topic="the operation",
                topic_kind="SING", topic_role="subj")
     assert not unintroduced(named, named.question, seg)
+
+
+def test_an_http_status_phrase_is_no_passages_main_name():
+    # "What protocols do data transfers use in Bad Request?": an error-code table repeats "400 Bad Request"
+    from agents.synth.offline.discourse import main_name
+    table = ("Data transfers use many standard protocols.\n"
+             "EntityTooSmall Your proposed upload is smaller than the minimum allowed size. 400 Bad Request\n"
+             "EntityTooLarge Your proposed upload exceeds the maximum allowed size. 400 Bad Request\n"
+             "InlineDataTooLarge Inline data exceeds the maximum allowed size. 400 Bad Request\n"
+             "IBM Cloud Object Storage returns these codes. IBM Cloud Object Storage logs them.")
+    assert main_name(table) == "IBM Cloud Object Storage"

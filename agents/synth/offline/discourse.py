@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from http import HTTPStatus
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import _RESTRICT_PREPS, QA, finish, well_formed
@@ -131,6 +132,10 @@ _LABELS = {"lesson", "step", "steps", "table", "figure", "chapter", "section", "
            "task", "tasks", "part", "appendix", "option", "options", "results", "result", "summary", "introduction"}
 
 
+# the reason phrases of the HTTP status codes ("Bad Request", "Not Found"): an API page's error tables repeat them
+_HTTP_PHRASES = frozenset(st.phrase.lower() for st in HTTPStatus)
+
+
 @lru_cache(maxsize=4096)
 def main_name(text: str) -> str:
     """The passage's main name: the proper-noun phrase (2+ letters, at most 5 words) it mentions
@@ -154,6 +159,8 @@ def main_name(text: str) -> str:
         name = inside.text if all(t in toks or t.tag_ == "POS" for t in inside) else " ".join(t.text for t in toks)
         if len(name) < 3 or not name[:1].isupper() or all(t.lower_ in _LABELS for t in toks):
             continue          # "Lesson", "Step", "Table": document structure, not a subject
+        if name.lower() in _HTTP_PHRASES:
+            continue          # "400 Bad Request" in an error-code table: a response, not what the page is about
         key = name.lower()
         counts[key] += 1
         first.setdefault(key, name)
