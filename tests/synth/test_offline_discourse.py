@@ -1339,3 +1339,23 @@ def test_an_http_status_phrase_is_no_passages_main_name():
              "InlineDataTooLarge Inline data exceeds the maximum allowed size. 400 Bad Request\n"
              "IBM Cloud Object Storage returns these codes. IBM Cloud Object Storage logs them.")
     assert main_name(table) == "IBM Cloud Object Storage"
+
+
+def test_no_pronoun_for_a_topic_the_user_never_heard_of():
+    # "Does it block my account?" for IBM Cloudant, the main name of the first turn's passage, in a conversation whose
+    # questions and answers said only "IBM Cloud"
+    from agents.synth.offline.discourse import DiscourseShares, render, said_in_conversation
+    from agents.synth.offline.qgen import QA
+    gold = ("You can use IBM Cloudant for free. The limit of IBM Cloudant is 1 GB. IBM Cloud offers a free tier of "
+            "Cloud Foundry application usage.")
+    seg = [{"question": "What tier does IBM Cloud offer?", "standalone_question": "What tier does IBM Cloud offer?",
+            "answer": "A free tier. IBM Cloud offers a free tier of Cloud Foundry application usage.", "title": "",
+            "gold_text": gold}]
+    qa = QA(question="Does IBM Cloudant block my account?", qtype="yesno", answer="Yes", sentence="",
+            template="Does {T} block my account", topic="IBM Cloudant", topic_kind="SING", topic_role="subj")
+    pronoun = DiscourseShares(pronoun=0.999, short=0.0, ellipsis=0.0)
+    assert not said_in_conversation("IBM Cloudant", seg)
+    assert render(qa, seg, pronoun, 0.5) == ("Does IBM Cloudant block my account?", "explicit")
+    heard = [{**seg[0], "answer": seg[0]["answer"] + " You can use IBM Cloudant for free."}]
+    assert said_in_conversation("IBM Cloudant", heard) and said_in_conversation("the Cloudant", heard)
+    assert render(qa, heard, pronoun, 0.5) == ("Does it block my account?", "pronoun")

@@ -32,7 +32,7 @@ from http import HTTPStatus
 
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import _RESTRICT_PREPS, QA, finish, well_formed
-from agents.synth.text import content_words, page_name, phrase_pattern
+from agents.synth.text import content_words, page_name, phrase_pattern, words
 
 SUBJ = {"SING": "it", "PLUR": "they", "PERSON": "he"}
 OBJ = {"SING": "it", "PLUR": "them", "PERSON": "him"}
@@ -402,6 +402,23 @@ def _ellipsis_form(qa: QA, segment: list[dict], topics: list[str]) -> str | None
     return None
 
 
+def said_in_conversation(phrase: str, segment: list[dict]) -> bool:
+    """The user has heard of ``phrase``: its last content word and half of its content words (3+ letters, not
+    stopwords) are in the segment's questions as asked or its answers - not only in a rewrite or a passage the user
+    never saw. A pronoun or a shorter name needs that ("Does it block my account?" for IBM Cloudant, in a
+    conversation that said only "IBM Cloud", refers to nothing the user knows)."""
+    from common.text import synthesis_stopwords
+    sw = synthesis_stopwords()
+    ws = [w for w in words(phrase) if len(w) >= 3 and w not in sw]
+    if not ws:
+        return True
+    seen = {w for t in segment
+            for w in words(f"{t.get('question') or t.get('standalone_question') or ''} {t.get('answer') or ''}")}
+    stems = {_singular(w) for w in seen}
+    have = [w in seen or _singular(w) in stems for w in ws]
+    return have[-1] and 2 * sum(have) >= len(ws)
+
+
 def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tuple[str, str]:
     """(question as asked, form) for a follow-up; ``u`` in [0,1) picks the form by the shares."""
     topics = segment_topics(segment)
@@ -422,10 +439,13 @@ def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tu
         order = ["short", "pronoun"]
     else:
         order = []
+    heard = said_in_conversation(qa.topic or "", segment)
     for form in order:
         if form == "ellipsis":
             text = _ellipsis_form(qa, segment, topics)
-        elif coreferable(qa, topics) is None:
+            if text and text.startswith("And ") and not heard:
+                text = None       # "And its population?" of something the user never heard of ("What about X?" names it)
+        elif coreferable(qa, topics) is None or not heard:
             continue
         elif form == "pronoun":
             text = _pronoun_form(qa)
@@ -594,8 +614,9 @@ def refer_back(question: str, segment: list[dict]) -> str | None:
             continue          # "any mentions", "some keys": a quantity, not a thing to call "them"
         if sum(t.lower_ == root.lower_ for t in doc) > 1:
             continue          # "from node to node": half of a pair, no "from it to node"
-        if not _np_matches(n, mentions) or root.right_edge.i >= c.end:
-            continue          # not mentioned before, or a post-modified phrase ("the policies of the account")
+        if not _np_matches(n, mentions) or root.right_edge.i >= c.end or not said_in_conversation(n, segment):
+            continue          # not mentioned before (where the user heard it), or a post-modified phrase ("the
+                              # policies of the account")
         if not (len(n.split()) >= 2 or any(t.pos_ == "PROPN" for t in c) or _same_np(n, mentions[0])):
             continue          # a bare common noun ("access") reads oddly as "it"
         plural = root.tag_ in ("NNS", "NNPS")

@@ -62,7 +62,7 @@ from agents.synth.offline.answering import _request_subject
 from agents.synth.offline.discourse import (DiscourseShares, context_candidates, context_phrase, context_preposition,
                                             coreferable, elide_given, full_name, history_mentions, history_text,
                                             main_name, misrefers, norm_np,
-                                            mentions_history, render, segment_topics, title_name,
+                                            mentions_history, render, said_in_conversation, segment_topics, title_name,
                                             with_context)
 from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
@@ -270,7 +270,8 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
     talk = shares.pronoun + shares.short + shares.ellipsis
     if qa.qtype == "compare":
         # about the segment's focus: "How is it different from Y?" by the shares, else explicit
-        asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk else None
+        asked = compare.follow_up(qa) if coreferable(qa.extra["x"], topics) is not None and u < talk \
+            and said_in_conversation(qa.extra["x"].topic or "", segment) else None
         return asked or qa.question, qa.question, bool(asked) or u >= talk
     rank = coreferable(qa, topics)
     ctx = context_phrase(qa.question, passages[i], contexts, history_text(segment)) \
@@ -296,7 +297,8 @@ def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics
         request = _request(qa, ctx, earlier) if _unit("request", qa.question, len(earlier)) < shares.request else None
         if request:
             return request[0], request[1], True
-        pro = _context_pronoun(qa.question, ctx) if shares.ellipsis <= u < talk else None
+        pro = _context_pronoun(qa.question, ctx) if shares.ellipsis <= u < talk \
+            and said_in_conversation(ctx, segment) else None
         if pro and well_formed(pro, followup=True) is None:
             asked = pro
         elif u < talk:
