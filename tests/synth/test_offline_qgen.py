@@ -982,6 +982,13 @@ def test_a_proper_names_own_of_or_for_phrase_stays_with_it():
                                                                  "1861.", "")
 
 
+def test_a_title_cut_from_its_subtitle_is_no_subject():
+    # "When was Fairy Tail released?" answered with the date of the sequel "Fairy Tail: Zeref Awakens"
+    got = _on_page("Two sequels have been released. The second, Fairy Tail: Zeref Awakens, was released on March 22, "
+                   "2012.", "")
+    assert not any("Fairy Tail" in q for q in got), got
+
+
 def test_a_second_verb_left_finite_after_do_support_is_malformed():
     assert well_formed("Did the company buy the factory and sold it?")
     assert well_formed("Does Tex reunite with his daughter and teams up with a team?")     # "teams" read as a noun

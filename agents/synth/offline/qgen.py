@@ -230,6 +230,11 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     which = _restrictive_pp(head) if restrict else set()
     if which and len(np_tokens(head, max_words, scoped)) + len(which) > max_words:
         which = set()       # the phrase with it would be cut short: without it, as before
+    doc = head.doc
+    if head.pos_ == "PROPN" and head.i + 2 < len(doc) and doc[head.i + 1].text == ":" and any(
+            c.dep_ == "appos" and c.pos_ == "PROPN" and c.left_edge.i == head.i + 2 for c in head.children):
+        return []           # a title and its subtitle ("Fairy Tail: Zeref Awakens"): the part before the colon is
+                            # another work ("When was Fairy Tail released?" answered with the sequel's date)
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
