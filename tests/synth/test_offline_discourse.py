@@ -1358,4 +1358,7 @@ def test_no_pronoun_for_a_topic_the_user_never_heard_of():
     assert render(qa, seg, pronoun, 0.5) == ("Does IBM Cloudant block my account?", "explicit")
     heard = [{**seg[0], "answer": seg[0]["answer"] + " You can use IBM Cloudant for free."}]
     assert said_in_conversation("IBM Cloudant", heard) and said_in_conversation("the Cloudant", heard)
+    # a name is heard as a name, not as a common word that shares its letters
+    pieces = [{"question": "How many pieces of theme music does the series use?", "answer": "37 pieces."}]
+    assert not said_in_conversation("One Piece", pieces) and said_in_conversation("the piece", pieces)
     assert render(qa, heard, pronoun, 0.5) == ("Does it block my account?", "pronoun")

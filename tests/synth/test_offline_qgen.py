@@ -989,6 +989,14 @@ def test_a_title_cut_from_its_subtitle_is_no_subject():
     assert not any("Fairy Tail" in q for q in got), got
 
 
+def test_a_common_noun_the_tagger_called_a_name_at_a_sentence_start_is_lower_case():
+    # "What cells does Marrow contain?" on the page "Bone marrow", whose text writes "bone marrow"
+    got = _on_page("At the cellular level, the main component of bone marrow includes the progenitor cells. Marrow "
+                   "contains hematopoietic stem cells which give rise to blood cells.", "Bone marrow")
+    assert "What cells does marrow contain?" in got, got
+    assert "Did Apple release the iPhone in 2007?" in _on_page("Apple released the iPhone in 2007.", "Apple Inc.")
+
+
 def test_a_second_verb_left_finite_after_do_support_is_malformed():
     assert well_formed("Did the company buy the factory and sold it?")
     assert well_formed("Does Tex reunite with his daughter and teams up with a team?")     # "teams" read as a noun

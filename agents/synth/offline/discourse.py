@@ -412,11 +412,15 @@ def said_in_conversation(phrase: str, segment: list[dict]) -> bool:
     ws = [w for w in words(phrase) if len(w) >= 3 and w not in sw]
     if not ws:
         return True
-    seen = {w for t in segment
-            for w in words(f"{t.get('question') or t.get('standalone_question') or ''} {t.get('answer') or ''}")}
+    text = " ".join(f"{t.get('question') or t.get('standalone_question') or ''} {t.get('answer') or ''}"
+                    for t in segment)
+    seen = set(words(text))
     stems = {_singular(w) for w in seen}
     have = [w in seen or _singular(w) in stems for w in ws]
-    return have[-1] and 2 * sum(have) >= len(ws)
+    # a name's capitalised words as written: "One Piece" is not heard in "different pieces of theme music"
+    cased = set(re.findall(r"[^\W_]+", text))
+    named = [w for w in re.findall(r"[^\W_]+", phrase) if w[:1].isupper() and w.lower() not in sw]
+    return have[-1] and 2 * sum(have) >= len(ws) and all(w in cased for w in named)
 
 
 def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tuple[str, str]:
@@ -439,7 +443,10 @@ def render(qa: QA, segment: list[dict], shares: DiscourseShares, u: float) -> tu
         order = ["short", "pronoun"]
     else:
         order = []
-    heard = said_in_conversation(qa.topic or "", segment)
+    # what the pronoun stands for was said: the topic, or the X of "the N of X" ("its flag" for the Flag of France)
+    owner = re.match(r"^(?:the )?(.+?) of (.+)$", qa.topic or "", re.IGNORECASE)
+    heard = said_in_conversation(qa.topic or "", segment) or bool(owner and said_in_conversation(owner.group(2),
+                                                                                                  segment))
     for form in order:
         if form == "ellipsis":
             text = _ellipsis_form(qa, segment, topics)

@@ -173,7 +173,13 @@ def _lower_first(tokens: list) -> list[str]:
     ordinal = t is not None and t.ent_type_ == "ORDINAL" and t.i == t.sent.start and t.text.isalpha()   # "First ..."
     hyphenated = len(tokens) > 2 and tokens[1].tag_ == "HYPH" and not tokens[0].whitespace_ \
         and tokens[2].text[:1].isupper()          # "Five-Year Plans", "Anglo-Saxon": a name's capitals
-    if tokens and words and (ordinal or not _keep_case(tokens[0])) and not _name_start(tokens) and not hyphenated:
+    lowered = t is not None and t.pos_ == "PROPN" and t.i == t.sent.start and not t.ent_type_ \
+        and (len(tokens) == 1 or tokens[1].pos_ != "PROPN") and t.text[1:].islower() \
+        and t.lower_ in _case_vocab(t.doc)[0] and t.text not in _case_vocab(t.doc)[1]
+    # a common noun the tagger called a name at a sentence start ("Marrow contains ..." where the text says "bone
+    # marrow"): "What cells does marrow contain?", not "... does Marrow contain?"
+    if tokens and words and (ordinal or lowered or not _keep_case(tokens[0])) and not _name_start(tokens) \
+            and not hyphenated:
         if t.pos_ in ("DET", "PRON", "ADP", "ADV", "CCONJ", "SCONJ", "NUM", "PART") or \
                 t.lower_ in _case_vocab(t.doc)[0] or ordinal or \
                 ((t.pos_ == "ADJ" or t.tag_ in ("NN", "NNS")) and not t.ent_type_ and t.i == t.sent.start
