@@ -227,6 +227,11 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     answer that its sentence follows) or a noun's complement clause ("a tendency (to see the worst)").
     ``restrict``: a common noun keeps the short phrase that says which one (:func:`_restrictive_pp`: "a tornado in
     the vicinity of Reform", "temperatures in July"); for a question's subject, which names what it asks about."""
+    doc = head.doc
+    if head.pos_ == "PROPN" and head.i + 2 < len(doc) and doc[head.i + 1].text == ":" and any(
+            c.dep_ == "appos" and c.pos_ == "PROPN" and c.left_edge.i == head.i + 2 for c in head.children):
+        return []           # a title and its subtitle ("Fairy Tail: Zeref Awakens"): the part before the colon is
+                            # another work ("When was Fairy Tail released?" answered with the sequel's date)
     drop: set[int] = set()
     coord = [c for c in head.children if c.dep_ in ("cc", "conj") and c.i > head.i]
     keep_coord = any(c.dep_ == "conj" for c in coord) and \
@@ -236,11 +241,6 @@ def np_tokens(head, max_words: int = 7, scoped: bool = True, restrict: bool = Fa
     which = _restrictive_pp(head) if restrict else set()
     if which and len(np_tokens(head, max_words, scoped)) + len(which) > max_words:
         which = set()       # the phrase with it would be cut short: without it, as before
-    doc = head.doc
-    if head.pos_ == "PROPN" and head.i + 2 < len(doc) and doc[head.i + 1].text == ":" and any(
-            c.dep_ == "appos" and c.pos_ == "PROPN" and c.left_edge.i == head.i + 2 for c in head.children):
-        return []           # a title and its subtitle ("Fairy Tail: Zeref Awakens"): the part before the colon is
-                            # another work ("When was Fairy Tail released?" answered with the sequel's date)
     for c in head.children:
         if c.dep_ == "appos" and _name_part(c, head):
             continue
@@ -1470,9 +1470,10 @@ def page_subject(text: str, title: str, sents: list | None = None) -> tuple[str,
         if head:
             kinds.add(head)
     if not kinds and not dis:
-        listed = _listed_kinds(name.split(",")[0].strip(), text, sents)
-        if listed:
-            name, kinds = name.split(",")[0].strip(), listed      # "Dubuque, Iowa": the text's "the city" is Dubuque
+        before_comma = name.split(",")[0].strip()     # "Dubuque, Iowa": the text's "the city" is Dubuque
+        kinds = set(_listed_kinds(before_comma, text, sents))
+        if kinds:
+            name = before_comma
     if not kinds:
         return None
     if not said and not dis:
@@ -1526,6 +1527,9 @@ _LISTED_KINDS = {
 }
 
 
+_LISTED_THE = re.compile(rf"\b[Tt]he ({'|'.join(_LISTED_KINDS)})\b")
+
+
 def _listed_kinds(name: str, text: str, sents: list | None) -> frozenset[str]:
     """The kinds of ``_LISTED_KINDS`` that a named page's passage calls its subject by when it does not define it
     (a passage from the middle of the page: "The company serves ..." on "Chipotle Mexican Grill"): each noun the text
@@ -1534,7 +1538,7 @@ def _listed_kinds(name: str, text: str, sents: list | None) -> frozenset[str]:
     for a person's: the small tagger's "person" counts only where the text says "he" or "she"). A one-word name must be
     written with its capital inside the sentences ("Football" on its page is a common noun)."""
     from agents.synth.offline.discourse import _names_with_head, _written_as_a_name, norm_np
-    said = {k for k in _LISTED_KINDS if re.search(rf"\b[Tt]he {k}\b", text)}
+    said = set(_LISTED_THE.findall(text))
     if not said or (len(name.split()) == 1 and not _written_as_a_name(name, text)):
         return frozenset()
     key = norm_np(name)
@@ -2066,11 +2070,15 @@ def well_formed(question: str, followup: bool = False) -> str | None:
     m = re.match(r"^(?:\w+ )?(?:do|does|did) (?:I|you|we|they|it|he|she) (\w+)", q)
     if m and (m.group(1).lower().endswith("ing") or m.group(1).lower() in ("be", "been", "is", "are", "was", "were")):
         return f"no base-form verb after do-support ({m.group(1)!r})"
+    # the verbs that take do-support, with where their first "do" stands
+    supported: dict[int, int] = {}
+    for a in toks:
+        if a.lower_ in ("do", "does", "did") and a.dep_ == "aux":
+            supported.setdefault(a.head.i, a.i)
     for t in toks:
-        supported = {a.head.i for a in toks if a.lower_ in ("do", "does", "did") and a.dep_ == "aux" and a.i < t.i}
-        if t.dep_ == "conj" and (t.tag_ in ("VBZ", "VBD") and t.head.i in supported
+        if t.dep_ == "conj" and (t.tag_ in ("VBZ", "VBD") and supported.get(t.head.i, t.i) < t.i
                                  or t.tag_ == "NNS" and t.i + 1 < len(doc) and doc[t.i + 1].dep_ == "prt"
-                                 and doc[t.i + 1].head.i in supported):
+                                 and supported.get(doc[t.i + 1].head.i, t.i) < t.i):
             # a second verb left finite after do-support: "Did the company buy the factory and sold it?", "Does Tex
             # reunite with his daughter and teams up with a team?" (a verb the parser read as a noun: it takes "up")
             return f"a finite verb conjoined after do-support ({t.text!r})"
