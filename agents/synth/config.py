@@ -58,9 +58,13 @@ class SynthConfig(BaseModel):
                                             "ask in the words they have)")
     offline_history_need_weight: float = Field(3.0, ge=0, description=(
         "offline backend: ranking points a follow-up that leans on the conversation gains for how much the corpus "
-        "search (the uniqueness check's) needs the conversation to find its passage: the gain in 1/log2(1 + rank) of "
-        "the gold passage from the question as asked to its standalone form, top 10; a follow-up whose own words "
-        "find its passage tests nothing conversational. 0 = off"))
+        "search (``offline_history_need_retriever``) needs the conversation to find its passage: the gain in "
+        "1/log2(1 + rank) of the gold passage from the question as asked to its standalone form, top 10; a follow-up "
+        "whose own words find its passage tests nothing conversational. 0 = off"))
+    offline_history_need_retriever: Literal["bm25", "dense", "hybrid"] = Field("bm25", description=(
+        "offline backend: the whole-corpus search that measures the history need. bm25 (default): whether the words "
+        "asked find the passage; a dense or hybrid search also rewards a follow-up whose own rare words give its "
+        "passage away, as long as their meaning alone does not"))
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

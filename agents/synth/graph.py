@@ -44,7 +44,7 @@ def _after_call(state: ConvState, max_attempts: int, accepted: str, empty_extra:
     if state.get("turn_error"):
         return "commit"
     if state.get("cand") is None:
-        limit = max_attempts + min(state.get("empty_attempts", 0), empty_extra)
+        limit = max_attempts + min(state.get("empty_attempts", 0), empty_extra) + state.get("thread_looks", 0)
         return "retry" if state.get("attempt", 0) + 1 < limit else "commit"
     return accepted
 

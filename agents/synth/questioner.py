@@ -38,6 +38,14 @@ class NothingToAsk(ValueError):
     of the pool. After ``max_attempts`` the turn is recorded failed with the reason."""
 
 
+class NoThread(NothingToAsk):
+    """The offline questioner found no follow-up in the shown passages that leans on the conversation and looks at
+    other passages before it asks one in full (people's follow-ups stay on the thread: 5 of the 68 MTRAG ClapNQ
+    follow-ups that move to another article are asked in full). :func:`node` counts it in ``thread_looks``, which
+    uses up none of the turn's attempts; the questioner raises it at most ``THREAD_LOOKS`` times a turn
+    (:mod:`agents.synth.offline.questioning`)."""
+
+
 class QuestionOut(BaseModel):
     doc_index: int = Field(..., ge=0, description="1-based number of the passage that answers; 0 = none (unanswerable)")
     question: str = Field(..., min_length=3)
@@ -102,9 +110,10 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
     shown = [passage(ctx, c) for c in state["shown"]]
     return {"passages": shown, "history": visible_history(state),
             "previous_questions": previous_questions(state), "feedback": state.get("feedback"),
-            "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0),
+            "attempt": state.get("attempt", 0) - state.get("empty_attempts", 0) - state.get("thread_looks", 0),
             # an attempt past max_attempts (the earlier ones had nothing to ask: ``empty_attempts_extra``)
-            "extra_attempt": state.get("attempt", 0) >= ctx.cfg.max_attempts,
+            "extra_attempt": state.get("attempt", 0) - state.get("thread_looks", 0) >= ctx.cfg.max_attempts,
+            "thread_looks": state.get("thread_looks", 0),
             "standalone": turn == 1 or turn == state.get("switch_turn"),
             "unanswerable": is_unanswerable_turn(state),
             "used_gold": [g for t in ok_turns(state) for g in t["gold_doc_ids"][:1]],
@@ -122,8 +131,8 @@ NEED_K = 10     # the corpus search's depth for the offline questioner's history
 
 
 def history_need(ctx: GraphContext) -> "HistoryNeed | None":
-    """The offline questioner's :class:`HistoryNeed` on the uniqueness check's whole-corpus search
-    (``ctx.need_search``, set when the questioner runs offline), its hits kept in ``ctx.need_hits``; None when off
+    """The offline questioner's :class:`HistoryNeed` on its whole-corpus search (``ctx.need_search``, set when the
+    questioner runs offline: :func:`agents.synth.run.need_searcher`), its hits kept in ``ctx.need_hits``; None when off
     (no search, or ``offline_history_need_weight`` 0)."""
     search = getattr(ctx, "need_search", None)
     if search is None or ctx.cfg.offline_history_need_weight <= 0:
@@ -209,6 +218,9 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
     res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "q"))
     upd: dict = {"turn_usage": usage_add(state, res)}
     if not res.ok:
+        if res.failure.kind == "offline_error" and res.failure.error_class == NoThread.__name__:
+            return {**upd, "cand": None, "feedback": res.failure.message,     # other passages next attempt
+                    "thread_looks": state.get("thread_looks", 0) + 1}
         if res.failure.kind == "offline_error" and res.failure.error_class == NothingToAsk.__name__:
             return {**upd, "cand": None, "feedback": res.failure.message,     # other passages next attempt
                     "empty_attempts": state.get("empty_attempts", 0) + 1}

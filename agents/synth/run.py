@@ -57,7 +57,7 @@ class ConvPlan:
                 "pool": list(self.pool), "cluster_id": self.cluster_id, "topic_id": self.topic_id,
                 "switch_turn": self.switch_turn, "switch_pool": list(self.switch_pool),
                 "switch_cluster_id": self.switch_cluster_id, "switch_topic_id": self.switch_topic_id,
-                "unanswerable_turns": list(self.unanswerable_turns), "attempt": 0, "feedback": None,
+                "unanswerable_turns": list(self.unanswerable_turns), "attempt": 0, "thread_looks": 0, "feedback": None,
                 "turns": [], "failures": [], "done": False}
 
 
@@ -204,6 +204,19 @@ _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_sh
                           "human_hourly_usd", "human_cost_source"})
 
 
+def need_searcher(store: RunStore, corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
+                  search: Callable[[str, int], list[str]]) -> Callable[[str, int], list[str]] | None:
+    """The offline questioner's history-need search (``synth.offline_history_need_retriever``, bm25 by default):
+    the uniqueness check's ``search`` when it is of the same kind, else its own whole-corpus retriever (the bm25
+    part of a hybrid uniqueness index is the same persisted component); None when the need is off or the questioner
+    is no offline one."""
+    if cfg.offline_history_need_weight <= 0 or not _offline_questioner(llm_cfg):
+        return None
+    if cfg.offline_history_need_retriever == cfg.uniqueness_retriever:
+        return search
+    return corpus_searcher(store, corpus, cfg.offline_history_need_retriever, None)
+
+
 def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha: str | None = None) -> str:
     """A hash of what shapes every conversation besides its plan: the synthesis settings, each
     agent's prompt version and resolved backend / model / sampling, the corpus texts
@@ -258,7 +271,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store, seed_budget=seed_budget) as llm:
         pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
         idf = word_idf(corpus) if cfg.offline_rare_word_weight > 0 and _offline_questioner(llm_cfg) else {}
-        need = search if cfg.offline_history_need_weight > 0 and _offline_questioner(llm_cfg) else None
+        need = need_searcher(store, corpus, llm_cfg, cfg, search)
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf,
                                          need_search=need),
                             checkpointer=saver)

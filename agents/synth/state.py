@@ -27,6 +27,8 @@ class ConvState(TypedDict, total=False):
     shown: list[str]
     attempt: int
     empty_attempts: int          # attempts of this turn whose shown passages had nothing to ask (NothingToAsk)
+    thread_looks: int            # attempts of this follow-up whose shown passages held nothing that leans on the
+                                 # conversation (NoThread); they count against no limit
     feedback: str | None
     cand: dict | None
     answer: str | None

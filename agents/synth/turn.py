@@ -230,6 +230,7 @@ async def commit(state: ConvState) -> dict:
                "failure_reason": None, "humanize_note": cand.get("humanize_note")}
     turns = [*state.get("turns", []), rec]
     nxt = turn + 1
-    return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "empty_attempts": 0, "feedback": None,
+    return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "empty_attempts": 0, "thread_looks": 0,
+            "feedback": None,
             "cand": None, "answer": None, "extra": [], "turn_usage": {}, "turn_error": None,
             "done": nxt > state["n_turns"]}

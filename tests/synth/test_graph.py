@@ -179,12 +179,18 @@ def test_only_attempts_with_nothing_to_ask_get_extra_tries():
     assert _after_call({"attempt": 5, "empty_attempts": 6, "cand": None}, 3, "answer", 3) == "commit"
     assert _after_call({"attempt": 2, "empty_attempts": 2, "cand": None}, 3, "answer", 0) == "commit"
     assert _after_call({"attempt": 0, "cand": {"q": 1}}, 3, "answer", 3) == "answer"
+    # looks at other passages for a follow-up that leans on the conversation use up no attempt
+    assert _after_call({"attempt": 2, "empty_attempts": 0, "thread_looks": 2, "cand": None}, 3, "answer", 3) == "retry"
+    assert _after_call({"attempt": 4, "empty_attempts": 0, "thread_looks": 2, "cand": None}, 3, "answer", 3) == "commit"
+    assert _after_call({"attempt": 6, "empty_attempts": 2, "thread_looks": 2, "cand": None}, 3, "answer", 3) == "commit"
+    assert _after_call({"attempt": 5, "empty_attempts": 2, "thread_looks": 2, "cand": None}, 3, "answer", 3) == "retry"
 
 
 def test_an_extra_attempt_takes_no_follow_up_asked_in_full():
     """An attempt past max_attempts (the earlier ones had nothing to ask) looks for the conversation's thread: a
-    follow-up that could only be asked in full is not taken there (the same candidate is on a first attempt)."""
-    from agents.synth.offline.questioning import ask
+    follow-up that could only be asked in full is not taken there (the same candidate is once the thread looks are
+    spent)."""
+    from agents.synth.offline.questioning import THREAD_LOOKS, ask
     from agents.synth.questioner import NothingToAsk
     seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
             "answer": "1961. The Berlin Wall was built in 1961.", "title": "Berlin Wall",
@@ -194,9 +200,84 @@ def test_an_extra_attempt_takes_no_follow_up_asked_in_full():
                        "1961."}],
          "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
          "discourse": {"yesno": 1.0, "request": 0.0}}
-    assert ask(x)[1] == ask(x)[2]                         # asked in full on a first attempt
+    x["thread_looks"] = THREAD_LOOKS
+    assert ask(x)[1] == ask(x)[2]                         # asked in full on a normal attempt
     with pytest.raises(NothingToAsk):
         ask({**x, "extra_attempt": True})
+
+
+def test_a_follow_up_looks_at_other_passages_before_it_is_asked_in_full():
+    """With nothing in the shown passages that leans on the conversation, the questioner raises NoThread (other
+    passages are shown, no attempt used up) up to THREAD_LOOKS times a turn, then asks in full; a follow-up that
+    leans is asked on the first look, and an opening question never looks."""
+    from agents.synth.offline.questioning import THREAD_LOOKS, ask
+    from agents.synth.questioner import NoThread
+    seg = [{"question": "When was the Berlin Wall built?", "standalone_question": "When was the Berlin Wall built?",
+            "answer": "1961. The Berlin Wall was built in 1961.", "title": "Berlin Wall",
+            "gold_text": "The Berlin Wall was built in 1961."}]
+    other = {"doc_id": "p", "title": "Checkpoint Charlie", "text": "Checkpoint Charlie was the best-known crossing "
+             "point between East Berlin and West Berlin during the Cold War. The Allies built it in 1961."}
+    x = {"passages": [other], "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"],
+         "previous_questions": [], "discourse": {"yesno": 1.0, "request": 0.0}}
+    assert THREAD_LOOKS >= 1
+    for looks in range(THREAD_LOOKS):
+        with pytest.raises(NoThread, match=f"look {looks + 1} of {THREAD_LOOKS}"):
+            ask({**x, "thread_looks": looks})
+    _, asked, standalone, _ = ask({**x, "thread_looks": THREAD_LOOKS})
+    assert asked == standalone and "Checkpoint Charlie" in asked
+    # a passage of the conversation's page: the follow-up leans on it at once
+    wall = {"doc_id": "w", "title": "Berlin Wall", "text": "The Berlin Wall divided Berlin from 1961 to 1989. The "
+            "Berlin Wall was demolished in 1990 by the East German government."}
+    lean = {**x, "passages": [wall], "discourse": {"pronoun": 1.0, "short": 0.0, "ellipsis": 0.0, "yesno": 0.0,
+                                                    "request": 0.0}}
+    _, asked, standalone, _ = ask(lean)
+    assert asked != standalone
+    # an opening question has no thread to look for
+    _, asked, standalone, _ = ask({**lean, "segment": [], "previous_standalone": [], "standalone": True})
+    assert asked == standalone
+
+
+def test_a_thread_look_is_counted_apart_from_the_attempts():
+    """questioner.node records a NoThread failure in ``thread_looks`` (not ``empty_attempts``), and the inputs of
+    the next attempt leave the looks out of the candidate index and of the extra-attempt test."""
+    import types
+
+    from agents.results import LLMFailure
+    from agents.synth import questioner
+    from agents.synth.config import SynthConfig
+
+    class Res:
+        ok = False
+        usage = types.SimpleNamespace(prompt_tokens=0, completion_tokens=0)
+        step, prompt_version, backend, model = "questioner", "v", "offline", "offline"
+
+        def __init__(self, cls):
+            self.failure = LLMFailure("offline_error", "no follow-up ...", error_class=cls)
+
+    class LLM:
+        def __init__(self, cls):
+            self.cls = cls
+
+        async def run(self, step, x, item_id=None):
+            return Res(self.cls)
+
+    class Ctx:
+        def __init__(self, cls):
+            self.llm, self.cfg, self.corpus = LLM(cls), SynthConfig(), {}
+            self.search = self.need_search = None
+            self.idf = {}
+    state = {"conv_id": "c", "turn": 2, "attempt": 1, "thread_looks": 1, "empty_attempts": 0, "shown": [],
+             "seed": 0, "turns": [], "unanswerable_turns": []}
+    upd = asyncio.run(questioner.node(Ctx("NoThread"), state))
+    assert upd["thread_looks"] == 2 and "empty_attempts" not in upd and upd["cand"] is None
+    upd = asyncio.run(questioner.node(Ctx("NothingToAsk"), state))
+    assert upd["empty_attempts"] == 1 and "thread_looks" not in upd
+    x = questioner.inputs(Ctx("NoThread"), {**state, "attempt": 4, "thread_looks": 2, "empty_attempts": 1,
+                                            "switch_turn": None, "pool": []})
+    assert x["attempt"] == 1 and x["thread_looks"] == 2 and not x["extra_attempt"]
+    x = questioner.inputs(Ctx("NoThread"), {**state, "attempt": 5, "thread_looks": 2, "empty_attempts": 0,
+                                            "switch_turn": None, "pool": []})
+    assert x["extra_attempt"]
 
 
 def test_an_extra_attempt_takes_only_a_follow_up_that_needs_the_conversation():

@@ -64,7 +64,7 @@ def test_not_comparable_same_thing_contained_or_unrelated():
 
 
 def test_a_follow_up_about_the_focus_leans_on_the_history():
-    from agents.synth.offline.questioning import ask
+    from agents.synth.offline.questioning import THREAD_LOOKS, ask
     seg = [{"question": "What is the Snake River?", "standalone_question": "What is the Snake River?",
             "answer": "A major river. The Snake River is a major river of the greater Pacific Northwest region.",
             "title": "Snake River", "gold_text": SNAKE["text"]}]
@@ -77,7 +77,8 @@ def test_a_follow_up_about_the_focus_leans_on_the_history():
     assert standalone == "What is the difference between the Snake River and the Columbia River?"
     # only one comparison per conversation
     again = ask({"passages": PASSAGES, "segment": seg, "used_gold": ["snake"],
-                 "previous_standalone": ["What is the Snake River?", standalone], "previous_questions": [asked]})
+                 "previous_standalone": ["What is the Snake River?", standalone], "previous_questions": [asked],
+                 "thread_looks": THREAD_LOOKS})
     assert again[3] == []
 
 

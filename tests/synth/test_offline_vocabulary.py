@@ -101,6 +101,7 @@ def test_only_the_offline_questioner_gets_the_shown_passages_rare_words():
 
 def test_no_yes_no_follow_up_on_what_an_earlier_answer_said():
     from agents.synth.offline.answer_types import question_type
+    from agents.synth.offline.questioning import THREAD_LOOKS
     p = [{"doc_id": "c1", "title": "",
           "text": "The Developers can deliver incremental updates to their users. IBM Cloudant was released in 2008."}]
     seg = [{"question": "What can the Developers deliver to their users?",
@@ -110,7 +111,8 @@ def test_no_yes_no_follow_up_on_what_an_earlier_answer_said():
     asked = []
     for a in range(4):      # (past the candidates the attempt fails: no passage defines a subject to ask about)
         try:
-            asked.append(ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0}})[2])
+            asked.append(ask({"passages": p, "segment": seg, "attempt": a, "discourse": {"yesno": 1.0},
+                              "thread_looks": THREAD_LOOKS})[2])        # (asked in full once the looks are spent)
         except ValueError:
             break
     assert any(question_type(q) == "yesno" and "Cloudant" in q for q in asked)   # yes/no questions are offered ...

@@ -82,3 +82,28 @@ def test_a_changed_corpus_gets_a_new_index(spine_copy, example_spine):
     assert next(iter(r.search(q, k=3)["q"])) == first
     assert r.search(q, k=10) == indexed_retriever("hybrid", [(c, x["text"]) for c, x in changed.items()],
                                                   cache_dir=emb).search(q, k=10)
+
+
+def test_the_history_need_searches_with_bm25_on_the_uniqueness_index(spine_copy, example_spine):
+    """The offline questioner's history need asks whether a follow-up's own words find its passage: a BM25 search
+    (``synth.offline_history_need_retriever``), built from the bm25 part a hybrid uniqueness index already persisted
+    (no second build); the uniqueness search itself when it is of the same kind; none off the offline backend."""
+    from agents.config import LLMConfig
+    from agents.synth.config import SynthConfig
+    ci.forget_open()
+    store = RunStore(str(spine_copy))
+    corpus = synth_run.load_corpus(store)
+    emb = example_spine["cfg"].embed.cache_dir
+    hybrid = synth_run.corpus_searcher(store, corpus, "hybrid", emb)
+    builds = dict(ci.BUILDS)
+    offline = LLMConfig(backend="offline")
+    need = synth_run.need_searcher(store, corpus, offline, SynthConfig(), hybrid)
+    assert need is not hybrid and ci.BUILDS == builds
+    docs = [(cid, c["text"]) for cid, c in corpus.items()]
+    ref = indexed_retriever("bm25", docs)
+    for c in list(corpus.values())[::31]:
+        q = c["text"].split(".")[0][:120]
+        assert need(q, 10) == [d for d, _ in sorted(ref.search({"q": q}, k=10)["q"].items(),
+                                                    key=lambda p: (-p[1], p[0]))][:10]
+    assert synth_run.need_searcher(store, corpus, offline, SynthConfig(uniqueness_retriever="bm25"), hybrid) is hybrid
+    assert synth_run.need_searcher(store, corpus, offline, SynthConfig(offline_history_need_weight=0), hybrid) is None

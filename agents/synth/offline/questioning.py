@@ -68,7 +68,7 @@ from agents.synth.offline.matching import new_filler, support, windows
 from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import QA, _verb_past, as_written, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
-from agents.synth.questioner import NothingToAsk
+from agents.synth.questioner import NoThread, NothingToAsk
 from agents.synth.text import content_words, jaccard_words, words
 
 
@@ -206,6 +206,10 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         # and one the corpus search finds only with the conversation above one its own words find
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
         head = _with_need(head, need, passages, x.get("attempt", 0))
+    if segment and head and not x.get("extra_attempt") and x.get("thread_looks", 0) < THREAD_LOOKS \
+            and not any(h[3][2] for h in head):
+        raise NoThread(f"no follow-up in the shown passages leans on the conversation (look {x.get('thread_looks', 0) + 1}"
+                       f" of {THREAD_LOOKS} at other passages before one is asked in full)")
     if x.get("attempt", 0) >= len(head):
         if segment and x.get("extra_attempt"):
             raise NothingToAsk("no follow-up that leans on the conversation in the shown passages (an extra attempt "
@@ -260,6 +264,7 @@ VAGUE_OPENER_COST = 1.0      # ranking points: an opening question that names no
 UNINTRODUCED_COST = 1.0     # ranking points: a follow-up about "the N" that nothing in the conversation introduced
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
+THREAD_LOOKS = 2            # other selections of passages a follow-up looks at before it is asked in full
 
 
 def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics: list[str], contexts: list[str],
