@@ -29,7 +29,11 @@ pronoun where people would (:func:`_context_pronoun`: "How do I delete a bucket 
 product, "What did the army capture during it?" for an event or a period, "What does its web chat integration
 undergo?" for a part of it named with a modifier) or leaves it implicit, by the
 shares (the ellipsis share leaves it implicit; the pronoun and short shares refer to it); the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
-The ``attempt``-th best is asked (a rejected attempt moves to the next). On an extra attempt (``x["extra_attempt"]``:
+When none of the rendered head of a follow-up leans on the conversation, the questioner first looks at other
+passages (:class:`~agents.synth.questioner.NoThread`, up to ``THREAD_LOOKS`` selections a turn, using up no attempt)
+and asks in full only after that: people's follow-ups stay on the thread (5 of the 68 MTRAG ClapNQ follow-ups that
+move to another article are asked in full; the offline ones were asked in full in 38% of the ClapNQ follow-ups that
+are no switch, people in 17%). The ``attempt``-th best is asked (a rejected attempt moves to the next). On an extra attempt (``x["extra_attempt"]``:
 past ``max_attempts``, the earlier ones had nothing to ask, ``synth.empty_attempts_extra``) only a follow-up that leans
 on the conversation and that the corpus search needs the conversation to find is taken; with none the attempt fails. A follow-up never asks of a passage of
 another page that is about something else than the previous turn's (:func:`_unrelated`: people move on to a related
