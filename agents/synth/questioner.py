@@ -212,17 +212,17 @@ def candidate(out: QuestionOut, shown: list[str], unanswerable: bool) -> dict:
 
 
 STEP = Questioner()
+# the offline questioner's selection misses (:func:`node`): error class -> the state counter it adds to
+_SELECTION_MISSES = {NoThread.__name__: "thread_looks", NothingToAsk.__name__: "empty_attempts"}
 
 
 async def node(ctx: GraphContext, state: ConvState) -> dict:
     res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "q"))
     upd: dict = {"turn_usage": usage_add(state, res)}
     if not res.ok:
-        if res.failure.kind == "offline_error" and res.failure.error_class == NoThread.__name__:
-            return {**upd, "cand": None, "feedback": res.failure.message,     # other passages next attempt
-                    "thread_looks": state.get("thread_looks", 0) + 1}
-        if res.failure.kind == "offline_error" and res.failure.error_class == NothingToAsk.__name__:
-            return {**upd, "cand": None, "feedback": res.failure.message,     # other passages next attempt
-                    "empty_attempts": state.get("empty_attempts", 0) + 1}
+        # nothing to ask, or nothing that leans on the conversation: other passages next attempt, counted apart
+        counter = _SELECTION_MISSES.get(res.failure.error_class) if res.failure.kind == "offline_error" else None
+        if counter:
+            return {**upd, "cand": None, "feedback": res.failure.message, counter: state.get(counter, 0) + 1}
         return {**upd, "turn_error": error_record(STEP.name, res)}
     return {**upd, **candidate(res.output, state["shown"], is_unanswerable_turn(state))}

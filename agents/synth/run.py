@@ -27,6 +27,7 @@ import numpy as np
 
 from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
+from agents.synth.turn import once_per_corpus
 from common.aio import run as aio_run
 from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
@@ -57,7 +58,7 @@ class ConvPlan:
                 "pool": list(self.pool), "cluster_id": self.cluster_id, "topic_id": self.topic_id,
                 "switch_turn": self.switch_turn, "switch_pool": list(self.switch_pool),
                 "switch_cluster_id": self.switch_cluster_id, "switch_topic_id": self.switch_topic_id,
-                "unanswerable_turns": list(self.unanswerable_turns), "attempt": 0, "thread_looks": 0, "feedback": None,
+                "unanswerable_turns": list(self.unanswerable_turns), "attempt": 0, "feedback": None,
                 "turns": [], "failures": [], "done": False}
 
 
@@ -204,6 +205,12 @@ _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_sh
                           "human_hourly_usd", "human_cost_source"})
 
 
+@once_per_corpus
+def _corpus_sha(corpus: dict[str, dict]) -> str:
+    """:func:`corpus_hash`, once per corpus object (every batch of a process opens the need search)."""
+    return corpus_hash(corpus)
+
+
 def need_searcher(store: RunStore, corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                   search: Callable[[str, int], list[str]]) -> Callable[[str, int], list[str]] | None:
     """The offline questioner's history-need search (``synth.offline_history_need_retriever``, bm25 by default):
@@ -214,7 +221,7 @@ def need_searcher(store: RunStore, corpus: dict[str, dict], llm_cfg, cfg: SynthC
         return None
     if cfg.offline_history_need_retriever == cfg.uniqueness_retriever:
         return search
-    return corpus_searcher(store, corpus, cfg.offline_history_need_retriever, None)
+    return corpus_searcher(store, corpus, cfg.offline_history_need_retriever, None, _corpus_sha(corpus))
 
 
 def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha: str | None = None) -> str:

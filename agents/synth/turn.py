@@ -231,6 +231,5 @@ async def commit(state: ConvState) -> dict:
     turns = [*state.get("turns", []), rec]
     nxt = turn + 1
     return {"turns": turns, "failures": failures, "turn": nxt, "attempt": 0, "empty_attempts": 0, "thread_looks": 0,
-            "feedback": None,
-            "cand": None, "answer": None, "extra": [], "turn_usage": {}, "turn_error": None,
+            "feedback": None, "cand": None, "answer": None, "extra": [], "turn_usage": {}, "turn_error": None,
             "done": nxt > state["n_turns"]}
