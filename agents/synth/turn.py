@@ -22,11 +22,15 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
     pages = getattr(ctx, "pages", None) if ctx.cfg.focus_page else None
+    # an attempt after a selection miss (its passages had nothing to ask, or nothing that leans on the
+    # conversation) is shown the next-nearest passages, not the same ones again
+    misses = state.get("thread_looks", 0) + state.get("empty_attempts", 0)
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
-                           getattr(ctx, "views", None))
+                           getattr(ctx, "views", None), skip=misses)
     if focus and ctx.cfg.focus_related and len(focus) < n and getattr(ctx, "search", None) is not None:
         hits = await _related_hits(ctx, page_name(ctx.corpus[focus[0]].get("title") or ""))
-        focus += related_passages(ctx.corpus, state, focus, hits, min(ctx.cfg.focus_related, n - len(focus)))
+        focus += related_passages(ctx.corpus, state, focus, hits, min(ctx.cfg.focus_related, n - len(focus)),
+                                  skip=misses)
     chosen = set(focus)
     rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
@@ -94,14 +98,17 @@ _VIEW_CACHE_MAX = 200_000
 
 def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k: int,
                    pages: dict[str, tuple[str, ...]] | None = None,
-                   cache: dict[str, frozenset[str]] | None = None) -> list[str]:
+                   cache: dict[str, frozenset[str]] | None = None, skip: int = 0) -> list[str]:
     """On a follow-up turn (not the first, not the switch turn): the previous accepted turn's gold
     passage of this segment and the ``k - 1`` passages closest to it (same title first, then the
     content-word Jaccard of title and opening text; ties by doc_id) among the pool and, given
     ``pages`` (:func:`page_index`), the other passages of the gold's page anywhere in the corpus: a
     person reading an article asks the next question of the same article even where the cluster
     holds only one of its passages. Empty otherwise. ``cache`` keeps each passage's content words
-    (title and opening) between calls."""
+    (title and opening) between calls. ``skip``: the turn's selection misses so far (attempts whose passages
+    had nothing to ask, or nothing that leans on the conversation): the nearest passages after the first
+    ``skip * (k - 1)`` are taken, from the start again past the end, so another look sees other neighbours
+    of the previous gold."""
     if k <= 0:
         return []
     st = state.get("switch_turn")
@@ -135,7 +142,8 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
     near = sorted((d for d in cands if d != prev),
                   key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
                                  -jaccard(ref_view, view(d)), d))
-    return [prev, *near[:k - 1]]
+    start = skip * (k - 1) % len(near) if near and skip else 0
+    return [prev, *(near[start:] + near[:start])[:k - 1]]
 
 
 RELATED_DEPTH = 30          # corpus search hits read for passages that name the page
@@ -156,12 +164,15 @@ async def _related_hits(ctx: GraphContext, name: str) -> list[str]:
     return cache[name]
 
 
-def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str], hits: list[str], k: int) -> list[str]:
+def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str], hits: list[str], k: int,
+                     skip: int = 0) -> list[str]:
     """Up to ``k`` passages of *other* pages that name the page of the previous gold (``focus[0]``) in their text,
     taken in the order of ``hits`` (the corpus search for that name): what a reader turns to next without leaving
     the subject (from "Berlin Wall" to a passage of "History of Germany" about the wall). A passage already gold
     in the conversation, or already a focus passage, is not taken; none when the page has no title. A one-word
-    name that is a name, not a common noun, is matched with its capital ("Friends" the series, not "friends")."""
+    name that is a name, not a common noun, is matched with its capital ("Friends" the series, not "friends").
+    ``skip`` (the turn's selection misses, :func:`focus_passages`): the first ``skip * k`` such passages are
+    passed over, from the start again when fewer are found."""
     ref = corpus[focus[0]]
     name = page_name(ref.get("title") or "")
     if len(name) < 3 or k <= 0:
@@ -179,9 +190,12 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
         if doc is None or d in used or d in focus or page_key(doc) == key or not pat.search(doc["text"]):
             continue
         out.append(d)
-        if len(out) >= k:
+        if len(out) >= k * (skip + 1):
             break
-    return out
+    if not out:
+        return []
+    start = skip * k % len(out)
+    return (out[start:] + out[:start])[:k]
 
 
 def next_attempt(state: ConvState) -> dict:

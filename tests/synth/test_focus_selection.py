@@ -166,3 +166,34 @@ def test_a_follow_up_is_shown_a_passage_of_another_page_that_names_the_page_it_i
     assert related_passages(words, st, ["v1"], ["v2"], 1) == ["v2"]
     first = asyncio.run(select(ctx, _state(1)))["shown"]      # the first turn has no page to relate to
     assert set(first) <= set(POOL)
+
+
+def test_a_look_after_a_selection_miss_is_shown_the_next_nearest_passages():
+    """After an attempt whose passages had nothing to ask, or nothing that leans on the conversation (the
+    ``thread_looks`` and ``empty_attempts`` of the turn), the focus keeps the previous gold and moves on to its
+    next-nearest passages (from the start again past the end), and the related passages likewise; a rejected
+    attempt (no miss) keeps its focus."""
+    from agents.synth.turn import related_passages
+    corpus = {"g": {"title": "Hudson River", "text": "The Hudson River flows south."},
+              "n1": {"title": "Hudson River", "text": "The Hudson River flows south past Albany."},
+              "n2": {"title": "Hudson River", "text": "The Hudson River is an estuary."},
+              "n3": {"title": "Hudson Valley", "text": "The Hudson Valley lies along the river."},
+              "z": {"title": "Zebra", "text": "Zebras live in Africa."}}
+    pool = sorted(corpus)
+    st = {**_state(2, [_ok(1, ["g"])]), "pool": pool}
+    assert focus_passages(corpus, st, pool, 2) == ["g", "n1"]
+    assert focus_passages(corpus, st, pool, 2, skip=1) == ["g", "n2"]
+    assert focus_passages(corpus, st, pool, 3, skip=1) == ["g", "n3", "z"]
+    assert focus_passages(corpus, st, pool, 2, skip=4) == ["g", "n1"]          # past the end: from the start
+    assert focus_passages(corpus, st, pool, 1, skip=3) == ["g"]
+    hits = ["h1", "w2", "h2", "p1"]
+    rel = {**REL_CORPUS}
+    st_rel = {**_state(2, [_ok(1, ["w1"])]), "pool": ["w1", "p1"]}
+    assert related_passages(rel, st_rel, ["w1"], hits, 1, skip=1) == ["h2"]
+    assert related_passages(rel, st_rel, ["w1"], hits, 1, skip=2) == ["h1"]
+    ctx = SimpleNamespace(corpus=corpus, cfg=SynthConfig(shown_passages=2, focus_passages=2, focus_related=0),
+                          pages={}, views={})
+    assert set(asyncio.run(select(ctx, {**st, "attempt": 1}))["shown"]) == {"g", "n1"}      # a rejection: same focus
+    assert set(asyncio.run(select(ctx, {**st, "attempt": 1, "thread_looks": 1}))["shown"]) == {"g", "n2"}
+    assert set(asyncio.run(select(ctx, {**st, "attempt": 2, "thread_looks": 1, "empty_attempts": 1}))["shown"]) \
+        == {"g", "n3"}
