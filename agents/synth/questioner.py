@@ -43,7 +43,7 @@ class NoThread(NothingToAsk):
     other passages before it asks one in full (people's follow-ups stay on the thread: 5 of the 68 MTRAG ClapNQ
     follow-ups that move to another article are asked in full). :func:`node` counts it in ``thread_looks``, which
     uses up none of the turn's attempts; the questioner raises it at most ``THREAD_LOOKS`` times a turn
-    (:mod:`agents.synth.offline.questioning`)."""
+    (:mod:`agents.synth.state`; :mod:`agents.synth.offline.questioning`)."""
 
 
 class QuestionOut(BaseModel):

@@ -10,6 +10,9 @@ from typing import Any, Callable, TypedDict
 from agents.synth.config import SynthConfig
 
 
+THREAD_LOOKS = 2    # other selections of passages a follow-up looks at (NoThread) before it is asked in full
+
+
 class ConvState(TypedDict, total=False):
     conv_id: str
     seed: int
@@ -28,7 +31,7 @@ class ConvState(TypedDict, total=False):
     attempt: int
     empty_attempts: int          # attempts of this turn whose shown passages had nothing to ask (NothingToAsk)
     thread_looks: int            # attempts of this follow-up whose shown passages held nothing that leans on the
-                                 # conversation (NoThread); they count against no limit
+                                 # conversation (NoThread, at most THREAD_LOOKS); they count against no limit
     feedback: str | None
     cand: dict | None
     answer: str | None

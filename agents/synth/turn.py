@@ -8,7 +8,7 @@ import math
 import re
 from collections import Counter
 
-from agents.synth.state import ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
+from agents.synth.state import THREAD_LOOKS, ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
 from agents.synth.text import content_words, jaccard, page_name, phrase_pattern, words  # noqa: F401 (page_name re-exported)
 
 
@@ -17,14 +17,19 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     ``focus_passages`` closest to the previous turn's gold (:func:`focus_passages`; with
     ``focus_page``, the other passages of its page count too) and ``focus_related`` passages of other pages
     that name the previous gold's page (:func:`related_passages`), the rest a seeded random sample of the
-    pool; the order shuffled (seeded), so a position says nothing."""
+    pool; the order shuffled (seeded), so a position says nothing. An attempt after a selection miss (the
+    questioner's ``NothingToAsk`` or ``NoThread``: ``empty_attempts``, ``thread_looks``) is shown the next-nearest
+    passages and related ones instead (``skip``); once the ``THREAD_LOOKS`` looks are spent, the nearest again."""
     pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
     pages = getattr(ctx, "pages", None) if ctx.cfg.focus_page else None
     # an attempt after a selection miss (its passages had nothing to ask, or nothing that leans on the
-    # conversation) is shown the next-nearest passages, not the same ones again
-    misses = state.get("thread_looks", 0) + state.get("empty_attempts", 0)
+    # conversation) is shown the next-nearest passages, not the same ones again; once the looks for the thread
+    # are spent, the follow-up asked in full is asked of the nearest ones (the article it is on), not of the
+    # farthest window looked at
+    looks = state.get("thread_looks", 0)
+    misses = state.get("empty_attempts", 0) + (looks if looks < THREAD_LOOKS else 0)
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
                            getattr(ctx, "views", None), skip=misses)
     if focus and ctx.cfg.focus_related and len(focus) < n and getattr(ctx, "search", None) is not None:

@@ -172,7 +172,9 @@ def test_a_look_after_a_selection_miss_is_shown_the_next_nearest_passages():
     """After an attempt whose passages had nothing to ask, or nothing that leans on the conversation (the
     ``thread_looks`` and ``empty_attempts`` of the turn), the focus keeps the previous gold and moves on to its
     next-nearest passages (from the start again past the end), and the related passages likewise; a rejected
-    attempt (no miss) keeps its focus."""
+    attempt (no miss) keeps its focus, and once the looks are spent the follow-up asked in full is asked of the
+    nearest passages again (the article it is on, not the farthest window looked at)."""
+    from agents.synth.state import THREAD_LOOKS
     from agents.synth.turn import related_passages
     corpus = {"g": {"title": "Hudson River", "text": "The Hudson River flows south."},
               "n1": {"title": "Hudson River", "text": "The Hudson River flows south past Albany."},
@@ -197,3 +199,7 @@ def test_a_look_after_a_selection_miss_is_shown_the_next_nearest_passages():
     assert set(asyncio.run(select(ctx, {**st, "attempt": 1, "thread_looks": 1}))["shown"]) == {"g", "n2"}
     assert set(asyncio.run(select(ctx, {**st, "attempt": 2, "thread_looks": 1, "empty_attempts": 1}))["shown"]) \
         == {"g", "n3"}
+    spent = {**st, "attempt": THREAD_LOOKS, "thread_looks": THREAD_LOOKS}
+    assert set(asyncio.run(select(ctx, spent))["shown"]) == {"g", "n1"}
+    assert set(asyncio.run(select(ctx, {**spent, "attempt": THREAD_LOOKS + 1, "empty_attempts": 1}))["shown"]) \
+        == {"g", "n2"}

@@ -30,7 +30,8 @@ product, "What did the army capture during it?" for an event or a period, "What 
 undergo?" for a part of it named with a modifier) or leaves it implicit, by the
 shares (the ellipsis share leaves it implicit; the pronoun and short shares refer to it); the standalone form names it ("... in IBM Cloud Object Storage?", "... during World War II?").
 When none of the rendered head of a follow-up leans on the conversation, the questioner first looks at other
-passages (:class:`~agents.synth.questioner.NoThread`, up to ``THREAD_LOOKS`` selections a turn, using up no attempt)
+passages (:class:`~agents.synth.questioner.NoThread`, up to ``THREAD_LOOKS`` selections a turn, using up no attempt;
+each look is shown the previous gold's next-nearest passages, :func:`agents.synth.turn.select`)
 and asks in full only after that: people's follow-ups stay on the thread (5 of the 68 MTRAG ClapNQ follow-ups that
 move to another article are asked in full; the offline ones were asked in full in 38% of the ClapNQ follow-ups that
 are no switch, people in 17%). The ``attempt``-th best is asked (a rejected attempt moves to the next). On an extra attempt (``x["extra_attempt"]``:
@@ -73,6 +74,7 @@ from agents.synth.offline.nlp import clean_passage, detokenize, parse
 from agents.synth.offline.qgen import QA, _verb_past, as_written, finish, passage_questions, well_formed
 from agents.synth.prompt_parts import seed_int
 from agents.synth.questioner import NoThread, NothingToAsk
+from agents.synth.state import THREAD_LOOKS
 from agents.synth.text import content_words, jaccard_words, words
 
 
@@ -268,7 +270,6 @@ VAGUE_OPENER_COST = 1.0      # ranking points: an opening question that names no
 UNINTRODUCED_COST = 1.0     # ranking points: a follow-up about "the N" that nothing in the conversation introduced
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
-THREAD_LOOKS = 2            # other selections of passages a follow-up looks at before it is asked in full
 
 
 def _follow_up(qa: QA, i: int, passages: list[dict], segment: list[dict], topics: list[str], contexts: list[str],
