@@ -24,10 +24,7 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
     pages = getattr(ctx, "pages", None) if ctx.cfg.focus_page else None
-    # an attempt after a selection miss (its passages had nothing to ask, or nothing that leans on the
-    # conversation) is shown the next-nearest passages, not the same ones again; once the looks for the thread
-    # are spent, the follow-up asked in full is asked of the nearest ones (the article it is on), not of the
-    # farthest window looked at
+    # once the looks are spent, the follow-up asked in full is asked of the nearest passages (the article it is on)
     looks = state.get("thread_looks", 0)
     misses = state.get("empty_attempts", 0) + (looks if looks < THREAD_LOOKS else 0)
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
@@ -147,8 +144,14 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
     near = sorted((d for d in cands if d != prev),
                   key=lambda d: (-(bool(ref_title) and (corpus[d].get("title") or "").strip().lower() == ref_title),
                                  -jaccard(ref_view, view(d)), d))
-    start = skip * (k - 1) % len(near) if near and skip else 0
-    return [prev, *(near[start:] + near[:start])[:k - 1]]
+    return [prev, *_window(near, k - 1, skip)]
+
+
+def _window(items: list[str], k: int, skip: int) -> list[str]:
+    """The ``skip``-th run of ``k`` items of ``items`` (a look after ``skip`` selection misses), wrapping round
+    past the end; the first ``k`` for ``skip`` 0."""
+    start = skip * k % len(items) if items and skip else 0
+    return (items[start:] + items[:start])[:k]
 
 
 RELATED_DEPTH = 30          # corpus search hits read for passages that name the page
@@ -197,10 +200,7 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
         out.append(d)
         if len(out) >= k * (skip + 1):
             break
-    if not out:
-        return []
-    start = skip * k % len(out)
-    return (out[start:] + out[:start])[:k]
+    return _window(out, k, skip)
 
 
 def next_attempt(state: ConvState) -> dict:
