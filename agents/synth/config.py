@@ -49,9 +49,10 @@ class SynthConfig(BaseModel):
     offline_request_share: float = Field(0.35, ge=0, le=1, description="offline backend: share of follow-ups about "
                                          "something new inside the conversation's context that may be asked as an "
                                          "elliptical request (What about the halftime show? / And the halftime show?)")
-    offline_yesno_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups that "
+    offline_yesno_share: float = Field(0.7, ge=0, le=1, description="offline backend: share of follow-ups that "
                                        "may ask a yes/no question (Does it replicate data across zones?); the ranking "
-                                       "picks one in most of them")
+                                       "picks one where it needs the conversation to be found or where nothing better "
+                                       "leans on it (questioning.YESNO_ALONE_COST)")
     offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a question "
                                             "loses per idf unit above 4 of each word that is rare in the corpus and "
                                             "new to the conversation, an opening question's subject name aside (people "

@@ -722,6 +722,34 @@ def test_a_follow_up_the_search_finds_only_with_the_conversation_ranks_first():
     assert (second[1], second[2]) in leaning
 
 
+def test_a_yes_no_follow_up_its_own_words_find_loses_to_one_that_needs_the_conversation():
+    """A yes/no follow-up copies its passage's clause, so its own words find the passage ("Was the game won by
+    Dallas?"): one whose rewrite finds its passage no better than its asked form loses ``YESNO_ALONE_COST``, and
+    one that needs the conversation to be found keeps its place (people's yes/no follow-ups need it most)."""
+    from agents.synth.offline import questioning
+    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
+            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
+            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
+    x = {"passages": [SUPER_BOWL], "segment": seg, "used_gold": ["sb"], "attempt": 0,
+         "previous_standalone": ["Where was Super Bowl XXVII played?"], "previous_questions": [],
+         "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.35, "yesno": 1.0}}
+
+    class Need:
+        weight = 3.0
+
+        def __init__(self, yesno: float):
+            self.yesno = yesno
+
+        def __call__(self, gold, asked, standalone):
+            # every leaning follow-up is found as well in either form, or a yes/no one better through its rewrite
+            return self.yesno if asked != standalone and asked.split()[0] in ("Did", "Was", "Is") else 0.0
+    kept = questioning.ask({**x, "need": Need(1.0)})
+    assert kept[1].startswith(("Did ", "Was ")) and kept[1] != kept[2], kept      # the yes/no the ranking put first
+    alone = questioning.ask({**x, "need": Need(0.0)})
+    assert not alone[1].startswith(("Did ", "Was ", "Is ")), alone                 # now a wh-question or a request
+    assert alone[1] != alone[2], alone                                             # that leans as well
+
+
 def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked():
     """Skipping the candidates whose score plus the largest need is below the attempt-th best so far picks the same
     follow-up as adding every candidate's need, with fewer searches."""

@@ -47,7 +47,7 @@ class DiscourseShares:
     pronoun: float = 0.42
     short: float = 0.43
     ellipsis: float = 0.1
-    yesno: float = 0.5
+    yesno: float = 0.7
     request: float = 0.35       # follow-ups about something new inside the context asked as "What about X?"
 
 

@@ -18,7 +18,11 @@ offline ones had 1.6-1.7 without the cost on openers and 1.2 with it). The head 
 rendered as follow-ups (below); one that could only be asked in full (no pronoun, shorter name, ellipsis or implicit
 context applies) loses ``EXPLICIT_PENALTY`` points against those that lean on the conversation, and one that leans
 gains for needing the conversation to be found (``x["need"]``, :class:`agents.synth.questioner.HistoryNeed`: the
-corpus search finds its passage through the standalone form, not through the words asked); one asked in full
+corpus search finds its passage through the standalone form, not through the words asked), and a yes/no one
+that does not need it (found as well as asked, or asked in full) loses ``YESNO_ALONE_COST``: a yes/no question
+restates its sentence's clause, so its own words find its passage (72 of the 95 leaning yes/no follow-ups of a
+ClapNQ run at rank 1), while people's yes/no follow-ups need the conversation most (MTRAG ClapNQ BM25 nDCG@5 0.15
+as asked, 0.27 rewritten); one asked in full
 leaves out a name the conversation gave where it modifies a phrase (:func:`~agents.synth.offline.discourse.elide_given`:
 "the process" for "the Jewish wedding process"). Dropped: questions
 that repeat an earlier one (content-word Jaccard >= 0.5 with any earlier standalone or asked
@@ -212,6 +216,10 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         # and one the corpus search finds only with the conversation above one its own words find
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
         head = _with_need(head, need, passages, x.get("attempt", 0))
+        # a yes/no follow-up that its own words find as well (its sentence's clause restated) checks nothing the
+        # conversation says
+        head = [(h[0] - YESNO_ALONE_COST, *h[1:]) if h[2].qtype == "yesno"
+                and need(passages[h[1]]["doc_id"], h[3][0], h[3][1]) <= 0 else h for h in head]
     if segment and head and not x.get("extra_attempt") and x.get("thread_looks", 0) < THREAD_LOOKS \
             and not any(h[3][2] for h in head):
         raise NoThread(f"no follow-up in the shown passages leans on the conversation (look {x.get('thread_looks', 0) + 1}"
@@ -269,6 +277,7 @@ OPENER_NAMES_BONUS = 1.0     # ranking points: an opening question that names it
 VAGUE_OPENER_COST = 1.0      # ranking points: an opening question that names nothing at all (:func:`vague`)
 UNINTRODUCED_COST = 1.0     # ranking points: a follow-up about "the N" that nothing in the conversation introduced
 EXPLICIT_PENALTY = 2.0      # ranking points: a follow-up asked in full that has no dependent form
+YESNO_ALONE_COST = 3.0      # ranking points: a yes/no follow-up whose own words find its passage as well as its rewrite
 HEAD = 12                   # candidates rendered per turn (the head of the ranking)
 
 
