@@ -752,19 +752,21 @@ def test_a_yes_no_follow_up_its_own_words_find_loses_to_one_that_needs_the_conve
 
 def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked():
     """Skipping the candidates whose score plus the largest need is below the attempt-th best so far picks the same
-    follow-up as adding every candidate's need, with fewer searches."""
+    follow-up as adding every candidate's need (and taking YESNO_ALONE_COST from every yes/no one that does not need
+    the conversation), with fewer searches."""
     import random
 
     from agents.synth.offline.qgen import QA
-    from agents.synth.offline.questioning import _with_need
+    from agents.synth.offline.questioning import YESNO_ALONE_COST, _with_need
     rng = random.Random(7)
-    qa = QA(question="q", qtype="what", answer="a", sentence="")
+    wh = QA(question="q", qtype="what", answer="a", sentence="")
+    yesno = QA(question="q", qtype="yesno", answer="Yes", sentence="")
     saved = 0
-    for trial in range(300):
+    for trial in range(600):
         n = rng.randint(1, 14)
         values = {f"a{j}": rng.choice([-1.0, 0.0, 0.37, 1.0]) * 1.5 for j in range(n)}
-        head = [(round(rng.uniform(0, 4), 1), 0, qa, (f"a{j}", f"s{j}" if rng.random() < 0.7 else f"a{j}", True))
-                for j in range(n)]
+        head = [(round(rng.uniform(0, 6), 1), 0, yesno if rng.random() < 0.4 else wh,
+                 (f"a{j}", f"s{j}" if rng.random() < 0.7 else f"a{j}", True)) for j in range(n)]
 
         class Need:
             weight = 1.5
@@ -776,7 +778,9 @@ def test_the_history_need_is_searched_only_while_a_candidate_can_still_be_picked
         attempt = rng.randint(0, 3)
         if attempt >= n:
             continue
-        full = [(s + (values[r[0]] if r[0] != r[1] else 0.0), i, q, r) for s, i, q, r in head]
+        gain = lambda r: values[r[0]] if r[0] != r[1] else 0.0       # noqa: E731 - asked in full: no need
+        full = [(s + gain(r) - (YESNO_ALONE_COST if q.qtype == "yesno" and gain(r) <= 0 else 0.0), i, q, r)
+                for s, i, q, r in head]
         got = _with_need(head, Need(), [{"doc_id": "g"}], attempt)
         pick = lambda h: sorted(h, key=lambda e: -e[0])[attempt][3]      # noqa: E731 - the questioner's sort
         assert pick(got) == pick(full), trial

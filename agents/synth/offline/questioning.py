@@ -216,10 +216,6 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         # and one the corpus search finds only with the conversation above one its own words find
         # (``x["need"]``: :func:`agents.synth.questioner.history_need`)
         head = _with_need(head, need, passages, x.get("attempt", 0))
-        # a yes/no follow-up that its own words find as well (its sentence's clause restated) checks nothing the
-        # conversation says
-        head = [(h[0] - YESNO_ALONE_COST, *h[1:]) if h[2].qtype == "yesno"
-                and need(passages[h[1]]["doc_id"], h[3][0], h[3][1]) <= 0 else h for h in head]
     if segment and head and not x.get("extra_attempt") and x.get("thread_looks", 0) < THREAD_LOOKS \
             and not any(h[3][2] for h in head):
         raise NoThread(f"no follow-up in the shown passages leans on the conversation (look {x.get('thread_looks', 0) + 1}"
@@ -236,9 +232,11 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
 
 
 def _with_need(head: list, need, passages: list[dict], attempt: int) -> list:
-    """The head's scores with each follow-up's history need added (``need.weight`` at most either way), searched
-    best first and only while a candidate could still reach the ``attempt``-th place: one whose score plus the
-    largest need is below the ``attempt``-th best so far keeps its score (it cannot be picked either way)."""
+    """The head's scores with each follow-up's history need added (``need.weight`` at most either way), and
+    ``YESNO_ALONE_COST`` taken from a yes/no follow-up whose need is 0 or below (its own words, its sentence's clause
+    restated, find its passage as well: it checks nothing the conversation says), searched best first and only while
+    a candidate could still reach the ``attempt``-th place: one whose score plus the largest need is below the
+    ``attempt``-th best so far keeps its score (it cannot be picked either way; the scores so far are final)."""
     out = list(head)
     done: list[float] = []
     for j in sorted(range(len(head)), key=lambda j: -head[j][0]):
@@ -246,7 +244,8 @@ def _with_need(head: list, need, passages: list[dict], attempt: int) -> list:
         if len(done) > attempt and s + need.weight < sorted(done, reverse=True)[attempt]:
             continue
         if qa.qtype != "compare":
-            s += need(passages[i]["doc_id"], r[0], r[1])
+            gain = need(passages[i]["doc_id"], r[0], r[1])
+            s += gain - (YESNO_ALONE_COST if qa.qtype == "yesno" and gain <= 0 else 0.0)
         out[j] = (s, i, qa, r)
         done.append(s)
     return out
