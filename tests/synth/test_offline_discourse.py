@@ -697,16 +697,21 @@ def test_history_need_is_the_gold_ranks_gain_from_the_asked_form_to_the_standalo
                                         cfg=SynthConfig(offline_history_need_weight=0.0))) is None
 
 
+def _super_bowl_follow_up(yesno: float) -> dict:
+    """The questioner's input for a follow-up of "Where was Super Bowl XXVII played?" on SUPER_BOWL."""
+    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
+            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
+            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
+    return {"passages": [SUPER_BOWL], "segment": seg, "used_gold": ["sb"], "attempt": 0,
+            "previous_standalone": ["Where was Super Bowl XXVII played?"], "previous_questions": [],
+            "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.35, "yesno": yesno}}
+
+
 def test_a_follow_up_the_search_finds_only_with_the_conversation_ranks_first():
     """Of the rendered follow-ups, the one whose passage the corpus search finds only through its standalone form
     is asked, over the questioner's first choice when that one's own words find its passage."""
     from agents.synth.offline import questioning
-    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
-            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
-            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
-    x = {"passages": [SUPER_BOWL], "segment": seg, "used_gold": ["sb"], "attempt": 0,
-         "previous_standalone": ["Where was Super Bowl XXVII played?"], "previous_questions": [],
-         "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.35, "yesno": 0.0}}
+    x = _super_bowl_follow_up(yesno=0.0)
     first = questioning.ask(x)
     leaning = []
 
@@ -727,12 +732,7 @@ def test_a_yes_no_follow_up_its_own_words_find_loses_to_one_that_needs_the_conve
     Dallas?"): one whose rewrite finds its passage no better than its asked form loses ``YESNO_ALONE_COST``, and
     one that needs the conversation to be found keeps its place (people's yes/no follow-ups need it most)."""
     from agents.synth.offline import questioning
-    seg = [{"question": "Where was Super Bowl XXVII played?", "standalone_question": "Where was Super Bowl XXVII "
-            "played?", "answer": "Pasadena. Super Bowl XXVII was played in 1993 in Pasadena.",
-            "title": "Super Bowl XXVII", "gold_text": SUPER_BOWL["text"]}]
-    x = {"passages": [SUPER_BOWL], "segment": seg, "used_gold": ["sb"], "attempt": 0,
-         "previous_standalone": ["Where was Super Bowl XXVII played?"], "previous_questions": [],
-         "discourse": {"pronoun": 0.4, "short": 0.4, "ellipsis": 0.1, "request": 0.35, "yesno": 1.0}}
+    x = _super_bowl_follow_up(yesno=1.0)
 
     class Need:
         weight = 3.0
