@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from http import HTTPStatus
 
+from agents.synth.config import SynthConfig
 from agents.synth.offline.nlp import detokenize, parse
 from agents.synth.offline.qgen import _RESTRICT_PREPS, QA, finish, well_formed
 from agents.synth.text import content_words, page_name, phrase_pattern, words
@@ -47,7 +48,7 @@ class DiscourseShares:
     pronoun: float = 0.42
     short: float = 0.43
     ellipsis: float = 0.1
-    yesno: float = 0.7
+    yesno: float = SynthConfig.model_fields["offline_yesno_share"].default     # one default, the config's
     request: float = 0.35       # follow-ups about something new inside the context asked as "What about X?"
 
 
