@@ -14,7 +14,7 @@ through it. One concern per module:
 * ``synth``       — the synthesis agents and their conversation graph (one module per agent)
 * ``testing``     — test doubles: the scriptable fake OpenAI-compatible server (tests, ``mtr fake-llm``)
 
-See ``agents/README.md``.
+See ``docs/concepts/llm-layer.md`` and ``docs/how-to/endpoints.md``.
 """
 from agents.accounting import CallLog, CallRecord, RoleTotals, format_totals, read_calls, totals_from_table
 from agents.budget import Budget

@@ -125,7 +125,7 @@ def register(app: typer.Typer) -> None:
                                         help="Judge: a role / endpoint / ENDPOINT:MODEL / model of --llm-config, or "
                                              "an offline heuristic (overlap, support, retrieval); repeatable. Default: "
                                              "every endpoint of --llm-config, else the three heuristics."),
-        llm_config: Optional[Path] = typer.Option(None, "--llm-config", help="LLM config YAML (see agents/README.md)."),
+        llm_config: Optional[Path] = typer.Option(None, "--llm-config", help="LLM config YAML (see docs/how-to/endpoints.md)."),
         config_file: Optional[Path] = typer.Option(None, "--config", help="YAML of AuditConfig fields; options win."),
         metric: list[str] = typer.Option([], "--metric", "-m",
                                          help="alignment | distinguishability | faithfulness | quality; repeatable "

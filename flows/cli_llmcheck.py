@@ -55,7 +55,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("llm-check")
     def llm_check(
-        llm_config: Path = typer.Option(..., "--llm-config", help="LLM config YAML (see agents/README.md)."),
+        llm_config: Path = typer.Option(..., "--llm-config", help="LLM config YAML (see docs/how-to/endpoints.md)."),
         endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Probe only this endpoint (default: all)."),
         as_json: bool = typer.Option(False, "--json", help="Print the capabilities as JSON instead of a table."),
     ) -> None:

@@ -27,7 +27,7 @@ outputs               :mod:`.result` (the result type), :mod:`.tables`
 ====================  =========================================================
 
 The verb is :func:`run_abstention` (:mod:`.run`); settings: :class:`AbstentionConfig`.
-See ``evaluation/abstention/README.md``.
+See ``docs/concepts/abstention.md``.
 
 References:
     "Better Retrievers, Worse Labels: How Incomplete Relevance Judgments Distort Abstention

@@ -16,7 +16,7 @@ One concern per module: ``base`` (judge spec, output models, parsers), ``judges`
 resolution, roles, steps), ``heuristics`` (offline stand-ins), ``prepare`` (units and skips),
 ``aggregate`` (ensemble, tables), ``agreement`` (Krippendorff's alpha, Spearman), ``human``
 (human ratings), ``report`` (heatmap, HTML, Markdown), ``schemas`` (tables), ``run`` (the
-verb :func:`run_audit`). See ``evaluation/audit/README.md``.
+verb :func:`run_audit`). See ``docs/concepts/audit.md``.
 """
 from evaluation.audit.agreement import krippendorff_alpha, mean_pairwise_agreement, mean_pairwise_spearman
 from evaluation.audit.base import Choice, JudgeSpec, Rating, parse_choice, parse_rating
