@@ -1,4 +1,5 @@
-# MTR-Suite: `make demo` runs the spine on the bundled corpus; `make test` runs the tests.
+# MTR-Suite: `make demo` runs the spine on the bundled corpus; `make test` runs the import contracts,
+# the strict docs build and the tests.
 PYTHON ?= python3.11
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
@@ -8,8 +9,9 @@ export HF_HUB_OFFLINE = 1
 export TRANSFORMERS_OFFLINE = 1
 export PREFECT_SERVER_ANALYTICS_ENABLED = false
 export TOKENIZERS_PARALLELISM = false
+export NO_MKDOCS_2_WARNING = 1
 
-.PHONY: install demo test test-slow test-llm bench clean serve
+.PHONY: install demo test test-slow test-llm bench clean serve docs lint
 
 $(PY):
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "error: $(PYTHON) not found; install Python 3.11 or run 'make PYTHON=/path/to/python3.11 ...'"; exit 1; }
@@ -26,7 +28,15 @@ install: $(STAMP)
 demo: install
 	$(VENV)/bin/mtr demo
 
-test: install
+# the import contracts of ARCHITECTURE.md (.importlinter)
+lint: install
+	$(VENV)/bin/lint-imports
+
+# the documentation site into site/ (gitignored); --strict: a broken link or a missing page fails
+docs: install
+	$(VENV)/bin/mkdocs build --strict
+
+test: install lint docs
 	PREFECT_HOME=$$(mktemp -d) $(VENV)/bin/pytest -q
 
 test-slow: install
@@ -40,7 +50,7 @@ bench: install
 	$(PY) benchmarks/embedding.py && $(PY) benchmarks/clustering.py --sizes 10000
 
 clean:
-	rm -rf mtr-runs .pytest_cache
+	rm -rf mtr-runs .pytest_cache site
 
 serve: install
 	$(VENV)/bin/mtr serve

@@ -77,7 +77,12 @@ def _check_env_name(value: str | None, what: str) -> str | None:
 
 
 class ModelPrice(_Strict):
-    """USD per one million tokens."""
+    """USD per one million tokens.
+
+    Attributes:
+        input_per_1m: USD per one million prompt tokens.
+        output_per_1m: USD per one million completion tokens.
+    """
 
     input_per_1m: float = Field(ge=0)
     output_per_1m: float = Field(ge=0)
@@ -148,7 +153,15 @@ class EndpointConfig(_Strict):
 
 
 class Sampling(_Strict):
-    """Sampling parameters; None means "not sent" (the server's default)."""
+    """Sampling parameters; None means "not sent" (the server's default).
+
+    Attributes:
+        temperature: sampling temperature (0-2); judges default to 0, generation roles to 0.8.
+        top_p: nucleus sampling mass; generation roles default to 0.95.
+        max_tokens: cap on completion tokens per call.
+        seed: sampling seed (dropped from requests when the server rejects it).
+        stop: stop sequences.
+    """
 
     temperature: float | None = Field(default=None, ge=0, le=2)
     top_p: float | None = Field(default=None, gt=0, le=1)
@@ -175,7 +188,15 @@ def kind_defaults(kind: RoleKind) -> Sampling:
 
 
 class RoleConfig(_Strict):
-    """Per-role overrides. Unset fields fall back to the step's declaration, then defaults."""
+    """Per-role overrides. Unset fields fall back to the step's declaration, then defaults.
+
+    Attributes:
+        kind: ``generation`` or ``judge`` (the sampling defaults: temperature 0.8 / top_p 0.95, or 0).
+        endpoint: name of the endpoint this role calls (default: ``default_endpoint``).
+        model: model id on that endpoint (default: the endpoint's ``model``).
+        backend: ``offline`` runs this role on the offline backend, whatever the global ``backend``.
+        sampling: sampling parameters, over the kind defaults and the step's own.
+    """
 
     kind: RoleKind | None = None
     endpoint: str | None = None
@@ -189,6 +210,14 @@ class RetryConfig(_Strict):
 
     Backoff before attempt n+1 is ``min(backoff_max_s, backoff_base_s * 2**n)`` with full
     jitter in [50%, 100%]; a ``Retry-After`` header (capped at ``max_retry_after_s``) wins.
+
+    Attributes:
+        max_attempts: attempts per call, the first included.
+        backoff_base_s: base of the exponential backoff, in seconds.
+        backoff_max_s: longest backoff, in seconds.
+        max_retry_after_s: cap on a server's ``Retry-After``, in seconds.
+        jitter: full jitter in [50%, 100%] of the backoff.
+        repair_attempts: calls that show the model its validation error after an invalid output (0-3).
     """
 
     max_attempts: int = Field(default=5, ge=1)
@@ -200,7 +229,12 @@ class RetryConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
-    """Caps for one run (misses only: cache hits cost nothing)."""
+    """Caps for one run (misses only: cache hits cost nothing).
+
+    Attributes:
+        max_tokens: prompt + completion tokens at most; the run stops cleanly when reached.
+        max_usd: cost at most, from ``prices``; the run stops cleanly when reached.
+    """
 
     max_tokens: int | None = Field(default=None, ge=0)
     max_usd: float | None = Field(default=None, ge=0)
@@ -248,7 +282,24 @@ class ResolvedRole(_Strict):
 
 
 class LLMConfig(_Strict):
-    """The whole LLM layer configuration (see module docstring)."""
+    """The whole LLM layer configuration (see module docstring).
+
+    Attributes:
+        endpoints: OpenAI-compatible servers by name.
+        default_endpoint: endpoint of the roles that name none (a single endpoint is the default anyway).
+        roles: per-role overrides by role name (e.g. ``question_generator``, ``faithfulness_judge``).
+        backend: ``openai`` (the endpoints) or ``offline`` (every role on the offline backend).
+        max_concurrency: calls in flight at most, over all endpoints.
+        prices: USD per one million tokens by model id (cost accounting and ``budget.max_usd``).
+        retry: retries of failed calls.
+        budget: token and money caps of one run.
+        cache: the content-addressed call cache.
+        accounting_flush_every: group commit: cache entries and ``llm_calls`` rows are committed (one sync) as
+            soon as this many calls are pending.
+        commit_interval_ms: ... and at least this often; 0 = synchronous per-call writes.
+        http_client: HTTP transport under the ``openai`` client: ``aiohttp`` (the SDK's aiohttp transport,
+            about 1.6x the calls/s of the default at concurrency 64 on 2 cores) or ``httpx`` (the SDK's default).
+    """
 
     endpoints: dict[str, EndpointConfig] = Field(default_factory=dict)
     default_endpoint: str | None = None

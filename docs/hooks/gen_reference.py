@@ -8,7 +8,8 @@
   ``AbstentionConfig`` for the ``--config`` of ``mtr audit`` / ``mtr abstention``).
 * ``changelog.md``: the repository's ``CHANGELOG.md``.
 
-Nothing is written under ``docs/``: the pages are added to the build as generated files, so a
+Nothing is written under ``docs/``: the pages are added to the build as generated files (replacing the stubs
+of the same name that say so when read on GitHub), so a
 renamed option or a new config key shows up in the next ``make docs`` without a hand edit.
 """
 from __future__ import annotations
@@ -45,31 +46,78 @@ def _cell(text: Any) -> str:
 
 
 # ----------------------------------------------------------------------------------------- CLI
-_RICH_TAG = re.compile(r"\[/?(bold|dim|italic|underline|red|green|yellow|blue|cyan|magenta|b|i)\]")
+# Typer (0.29) builds its commands on its own vendored click (``typer._click``): the walk below uses only
+# the public attributes of typer.core's TyperGroup / TyperCommand / TyperArgument / TyperOption.
+_EXAMPLE = re.compile(r"\s*Example:\s*(mtr\b[^\n]*)\s*$")
+
+
+_CODE = re.compile(r"(`+)(.+?)\1", flags=re.S)
+_RST_ROLE = re.compile(r":(?:mod|func|class|meth|attr|data|obj):`~?([^`]+)`")
+
+
+def _md(text: str) -> str:
+    """Markdown-safe prose from a help text or docstring: Sphinx roles and ``double backticks``
+    become code spans, ``<`` / ``>`` / ``*`` are escaped outside code spans (``<run>`` is no HTML tag)."""
+    text = _RST_ROLE.sub(lambda m: f"`{m.group(1)}`", str(text))
+    out, pos = [], 0
+    for m in _CODE.finditer(text):
+        out.append(_escape(text[pos:m.start()]))
+        out.append(f"`{m.group(2)}`")
+        pos = m.end()
+    out.append(_escape(text[pos:]))
+    return "".join(out)
+
+
+def _escape(prose: str) -> str:
+    return prose.replace("<", "&lt;").replace(">", "&gt;").replace("*", "\\*")
 
 
 def _help_text(text: str | None) -> str:
+    """A command's help as Markdown: paragraphs kept, its ``Example: mtr ...`` as a code block."""
     if not text:
         return ""
-    text = inspect.cleandoc(text)
-    text = text.replace("\b\n", "\n").replace("\b", "")
-    return _RICH_TAG.sub("", text)
+    text = inspect.cleandoc(text).replace("\b", "")
+    example = _EXAMPLE.search(text)
+    body = text[:example.start()] if example else text
+    out = "\n\n".join(" ".join(p.split()) for p in re.split(r"\n\s*\n", body) if p.strip())
+    out = _md(out)
+    if example:
+        out += f"\n\nExample:\n\n```bash\n{example.group(1).strip()}\n```"
+    return out
+
+
+def _is_option(param: Any) -> bool:
+    return hasattr(param, "is_flag")
+
+
+def _annotation_type(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (list, tuple, set):
+        return (_annotation_type(args[0]) if args else "text") + ", repeatable"
+    if origin is typing.Literal:
+        return " | ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_annotation_type(a) for a in args if a is not type(None))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return " | ".join(f"`{m.value}`" for m in tp)
+    return {Path: "path", int: "integer", float: "number", str: "text", bool: "boolean"}.get(tp, getattr(tp, "__name__", str(tp)))
 
 
 def _param_type(param: Any) -> str:
-    import click
-    t = param.type
-    if isinstance(t, click.Choice):
-        return " \\| ".join(f"`{c}`" for c in t.choices)
     if getattr(param, "is_flag", False):
         return "flag"
-    name = getattr(t, "name", "") or ""
-    return name.lower() if name else ""
+    desc = getattr(param, "type_descriptor", None)
+    tp = _annotation_type(desc.annotation) if desc is not None else ""
+    lo, hi = getattr(param, "min", None), getattr(param, "max", None)
+    if lo is not None or hi is not None:
+        tp += f" ({'' if lo is None else lo}..{'' if hi is None else hi})"
+    return tp
 
 
 def _param_default(param: Any) -> str:
     d = param.default
-    if d is None or (isinstance(d, (list, tuple)) and not d) or callable(d):
+    if d is None or d is Ellipsis or (isinstance(d, (list, tuple)) and not d) or callable(d):
         return ""
     if getattr(param, "is_flag", False) and d is False:
         return ""
@@ -78,24 +126,37 @@ def _param_default(param: Any) -> str:
     return f"`{d}`"
 
 
+def _usage(cmd: Any, name: str) -> str:
+    pieces = [name]
+    if getattr(cmd, "commands", None):
+        pieces += ["[OPTIONS]", "COMMAND", "[ARGS]..."]
+        return " ".join(pieces)
+    if any(_is_option(p) and not p.hidden for p in cmd.params):
+        pieces.append("[OPTIONS]")
+    for p in cmd.params:
+        if not _is_option(p):
+            meta = (p.metavar or p.name.upper())
+            meta += "..." if getattr(p, "nargs", 1) == -1 else ""
+            pieces.append(meta if p.required else f"[{meta}]")
+    return " ".join(pieces)
+
+
 def _command_page(cmd: Any, path: list[str], out: list[str], level: int) -> None:
-    import click
     name = " ".join(path)
     anchor = "-".join(path)
     out.append(f"{'#' * level} `{name}` {{ #{anchor} }}\n")
     helptext = _help_text(cmd.help)
     if helptext:
         out.append(helptext + "\n")
-    ctx = click.Context(cmd, info_name=path[-1])
-    pieces = cmd.collect_usage_pieces(ctx)
-    out.append(f"```text\n{name} {' '.join(pieces)}\n```\n")
-    args = [p for p in cmd.params if isinstance(p, click.Argument)]
-    opts = [p for p in cmd.params if isinstance(p, click.Option) and not p.hidden and p.name != "help"]
+    out.append(f"```text\n{_usage(cmd, name)}\n```\n")
+    args = [p for p in cmd.params if not _is_option(p) and not getattr(p, "hidden", False)]
+    opts = [p for p in cmd.params if _is_option(p) and not p.hidden]
     if args:
-        out.append("| argument | type | required | help |\n|---|---|---|---|")
+        out.append("| argument | type | help |\n|---|---|---|")
         for p in args:
-            out.append(f"| `{p.human_readable_name}` | {_cell(_param_type(p))} | {'yes' if p.required else 'no'} | "
-                       f"{_cell(_help_text(getattr(p, 'help', '')))} |")
+            req = "" if p.required else " (optional)"
+            out.append(f"| `{(p.metavar or p.name.upper())}` | {_cell(_param_type(p))} | "
+                       f"{_cell(_md(getattr(p, 'help', '') or ''))}{req} |")
         out.append("")
     if opts:
         out.append("| option | type | default | help |\n|---|---|---|---|")
@@ -103,35 +164,30 @@ def _command_page(cmd: Any, path: list[str], out: list[str], level: int) -> None
             flags = ", ".join(f"`{o}`" for o in [*p.opts, *p.secondary_opts])
             req = " (required)" if p.required else ""
             out.append(f"| {flags} | {_cell(_param_type(p))} | {_cell(_param_default(p))} | "
-                       f"{_cell(_help_text(p.help))}{req} |")
+                       f"{_cell(_md(getattr(p, 'help', '') or ''))}{req} |")
         out.append("")
-    if isinstance(cmd, click.Group):
-        for sub_name in cmd.list_commands(ctx):
-            sub = cmd.get_command(ctx, sub_name)
-            if sub is not None and not sub.hidden:
-                _command_page(sub, [*path, sub_name], out, min(level + 1, 4))
+    for sub_name, sub in (getattr(cmd, "commands", None) or {}).items():
+        if not sub.hidden:
+            _command_page(sub, [*path, sub_name], out, min(level + 1, 4))
 
 
 def cli_markdown() -> str:
     _import_path()
-    import click
     import typer
     from flows.cli import app
     root = typer.main.get_command(app)
-    ctx = click.Context(root, info_name="mtr")
     out = ["# CLI reference\n",
            "Generated from the Typer app (`flows/cli.py`, console script `mtr = flows.cli:main`) when the site is "
            "built: it is the `--help` of every command. Every command exits 0 on success and 2 with one line on an "
            "expected error (bad input, bad config); see [Guarantees](../concepts/guarantees.md).\n",
            f"{_help_text(root.help)}\n",
            "| command | summary |\n|---|---|"]
-    names = [n for n in root.list_commands(ctx) if not root.get_command(ctx, n).hidden]
-    for n in names:
-        sub = root.get_command(ctx, n)
-        out.append(f"| [`mtr {n}`](#mtr-{n}) | {_cell(sub.get_short_help_str(limit=120))} |")
+    commands = {n: c for n, c in root.commands.items() if not c.hidden}
+    for n, sub in commands.items():
+        out.append(f"| [`mtr {n}`](#mtr-{n}) | {_cell(_md(sub.get_short_help_str(limit=120)))} |")
     out.append("")
-    for n in names:
-        _command_page(root.get_command(ctx, n), ["mtr", n], out, 2)
+    for n, sub in commands.items():
+        _command_page(sub, ["mtr", n], out, 2)
     return "\n".join(out) + "\n"
 
 
@@ -167,11 +223,11 @@ def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Literal:
-        return " \\| ".join(f"`{a}`" if not isinstance(a, str) else f'`"{a}"`' for a in args)
+        return " | ".join(f"`{a}`" if not isinstance(a, str) else f'`"{a}"`' for a in args)
     if origin in (typing.Union, types.UnionType):
         parts = [a for a in args if a is not type(None)]
-        inner = " \\| ".join(_type_name(a) for a in parts)
-        return f"{inner} \\| none" if len(parts) < len(args) else inner
+        inner = " | ".join(_type_name(a) for a in parts)
+        return f"{inner} | none" if len(parts) < len(args) else inner
     if origin in (list, tuple, set, frozenset):
         return f"list of {_type_name(args[0])}" if args else "list"
     if origin is dict:
@@ -225,6 +281,13 @@ def _anchor(ns: str, key: str) -> str:
     return ns + "-" + re.sub(r"[^a-z0-9]+", "-", key.lower()).strip("-")
 
 
+def _summary(model: type) -> str:
+    """The first paragraph of a model's own docstring (none inherited)."""
+    doc = inspect.getdoc(model) if model.__doc__ else ""
+    summary = " ".join(doc.split("\n\n")[0].split()) if doc else ""
+    return "" if summary.startswith("Attributes:") else summary
+
+
 def _render_model(model: type, prefix: str, ns: str, out: list[str], level: int, heading: str | None) -> None:
     """A table of the model's keys, then one section per nested model (``heading`` None: the
     caller wrote the heading)."""
@@ -235,24 +298,25 @@ def _render_model(model: type, prefix: str, ns: str, out: list[str], level: int,
         tp = field.annotation
         key = f"{prefix}{name}"
         desc = field.description or notes.get(name, "")
+        if not desc and (_is_model(tp) or _dict_model(tp) is not None):
+            desc = _summary(tp if _is_model(tp) else _dict_model(tp))
         if _is_model(tp):
             nested.append((key, f"{key}.", tp))
-            rows.append(f"| `{key}` | section: [`{key}`](#{_anchor(ns, key)}) |  | {_cell(desc)} |")
+            rows.append(f"| `{key}` | section: [`{key}`](#{_anchor(ns, key)}) |  | {_cell(_md(desc))} |")
             continue
         dsub = _dict_model(tp)
         if dsub is not None:
             sub_key = f"{key}.NAME"
             nested.append((sub_key, f"{sub_key}.", dsub))
             rows.append(f"| `{key}` | map of names to sections: [`{sub_key}`](#{_anchor(ns, sub_key)}) | "
-                        f"{_cell(_default(field))} | {_cell(desc)} |")
+                        f"{_cell(_default(field))} | {_cell(_md(desc))} |")
             continue
-        rows.append(f"| `{key}` | {_cell(_type_name(tp))} | {_cell(_default(field))} | {_cell(desc)} |")
+        rows.append(f"| `{key}` | {_cell(_type_name(tp))} | {_cell(_default(field))} | {_cell(_md(desc))} |")
     if heading is not None:
         out.append(f"{'#' * level} `{heading}` {{ #{_anchor(ns, heading)} }}\n")
-        doc = inspect.getdoc(model) if model.__doc__ else ""
-        summary = " ".join(doc.split("\n\n")[0].split()) if doc else ""
+        summary = _summary(model)
         name = f"`{model.__module__}.{model.__name__}`"
-        out.append(f"{summary} ({name})\n" if summary and not summary.startswith("Attributes:") else f"{name}\n")
+        out.append(f"{_md(summary)} ({name})\n" if summary else f"{name}\n")
     out.append("| key | type | default | meaning |\n|---|---|---|---|")
     out.extend(rows)
     out.append("")
@@ -283,18 +347,18 @@ def config_markdown() -> str:
     out.append("## Run configuration { #run }\n")
     out.append("`flows.config.MTRConfig`: the one typed configuration of a run; the resolved config is saved in "
                "every run's manifest. Example: `examples/demo.toml`.\n")
-    _render_model(MTRConfig, "", "run", out, 3, None)
+    _render_model(MTRConfig, "", "run", out, 2, None)
     out.append("## LLM configuration { #llm }\n")
     out.append("`agents.config.LLMConfig`: endpoints, per-role models and sampling, budgets, cache, prices. API "
                "keys are never in this file: `api_key_env` names the environment variable that holds one. See "
                "[Connect an LLM endpoint](../how-to/endpoints.md).\n")
-    _render_model(LLMConfig, "", "llm", out, 3, None)
+    _render_model(LLMConfig, "", "llm", out, 2, None)
     out.append("## Audit settings { #audit }\n")
     out.append("See [Audit (MTR-Eval)](../concepts/audit.md).\n")
-    _render_model(AuditConfig, "", "audit", out, 3, None)
+    _render_model(AuditConfig, "", "audit", out, 2, None)
     out.append("## Abstention settings { #abstention }\n")
     out.append("See [Abstention](../concepts/abstention.md).\n")
-    _render_model(AbstentionConfig, "", "abstention", out, 3, None)
+    _render_model(AbstentionConfig, "", "abstention", out, 2, None)
     return "\n".join(out) + "\n"
 
 
