@@ -98,7 +98,7 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
         loc = ".".join(str(p) for p in first["loc"])
         msg = first["msg"]
         if first["type"] == "extra_forbidden":
-            msg = "unknown key (check the spelling; see the README's configuration section)"
+            msg = "unknown key (check the spelling; see the README's configuration section or docs/reference/configuration.md)"
         elif first["type"] == "value_error":   # a model validator's own sentence, without pydantic's prefix
             msg = msg.removeprefix("Value error, ")
         raise UserError(f"invalid config at {loc or '(top level)'}: {msg}") from exc

@@ -7,7 +7,7 @@ stopped (terminate, then kill).
 (path, whether it was a capability probe, status, the ``usage`` the server reported), so
 tests compare what the server said with what ``llm_calls`` recorded.
 
-The server command (also the README recipe)::
+The server command (also the recipe in docs/how-to/endpoints.md)::
 
     python -m llama_cpp.server --model gemma-3-270m-Q4_K_M.gguf --host 127.0.0.1 --port 8080 \\
         --n_ctx 2048 --n_threads 1 --n_threads_batch 1 --chat_format gemma --model_alias gemma-3-270m

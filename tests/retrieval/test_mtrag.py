@@ -24,7 +24,7 @@ from tests.retrieval.retrieval_testdata import DOMAINS, QUERY_TYPES, load_corpus
 
 K = 10
 
-# README orientation numbers (4 decimals) of the fixture: nDCG@5, nDCG@10, R@5, R@10.
+# Orientation numbers (4 decimals) of the fixture (docs/experiments/retrieval-mtrag.md): nDCG@5, nDCG@10, R@5, R@10.
 ORIENTATION = {
     ("clapnq", "lastturn"): (0.1762, 0.2186, 0.1862, 0.2902),
     ("clapnq", "questions"): (0.1447, 0.1841, 0.1518, 0.2451),
