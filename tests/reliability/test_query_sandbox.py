@@ -91,7 +91,8 @@ def test_cli_query_exit_2_and_output_never_inside_the_run(tmp_path, mtr):
     assert res.exit_code == 2, res.output
     assert "inside the run" in res.err
     assert _snapshot(tmp_path) == before
-    out = tmp_path / "result.parquet"
-    res = mtr("query", "r", "SELECT * FROM chunks", "--root", tmp_path, "--output", out)
+    (tmp_path / "results").mkdir()
+    out = tmp_path / "results" / "result.parquet"
+    res = mtr("query", store.path, "SELECT * FROM chunks", "--root", tmp_path / "other-root", "--output", out)
     assert res.exit_code == 0, res.output
     assert "wrote 10 rows" in res.output

@@ -43,6 +43,7 @@ def test_append_parts_and_duckdb(tmp_path):
         store.append_part("llm_calls", table_from_rows([{**row, "call_id": f"c{i}", "role": "judge"}], LLM_CALLS))
     assert store.read_table("llm_calls").num_rows == 3
     assert set(store.tables()) == {"chunks", "llm_calls"}
+    store.write_manifest()          # queries read the tables the manifest names
     out = query(store, "SELECT role, count(*) AS n FROM llm_calls GROUP BY role")
     assert out.to_pylist() == [{"role": "judge", "n": 3}]
     assert query(store, "SELECT text FROM chunks").to_pylist() == [{"text": "hello"}]
@@ -60,6 +61,7 @@ def test_duckdb_refuses_writes(sql):
 def test_duckdb_bad_sql_is_clear(tmp_path):
     store = RunStore(str(tmp_path / "r"))
     store.write_table("chunks", _chunks())
+    store.write_manifest()
     with pytest.raises(StoreError, match="query failed"):
         query(store, "SELECT nope FROM chunks")
 
@@ -100,11 +102,12 @@ def test_a_query_whose_parts_were_compacted_away_lists_them_again(tmp_path, monk
     store = RunStore(str(tmp_path / "r"))
     for i in range(3):
         store.append_part("llm_calls", _calls(2, f"p{i}"))
+    store.write_manifest()
     real = duck._connect
     listings = []
 
-    def connect(st):
-        con, files = real(st)
+    def connect(st, *args):
+        con, files = real(st, *args)
         listings.append(len(files))
         if len(listings) == 1:          # another process compacts the folder after this listing
             st.merge_parts("llm_calls", files)
