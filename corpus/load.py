@@ -3,6 +3,9 @@
 Nothing is silently dropped: every input that cannot become a document (empty, binary,
 undecodable, oversized, malformed line, missing text field, duplicate id, unsupported
 file type) is returned as a :class:`storage.records.Rejected` with its source and reason.
+Every entry of a corpus directory is accounted for (:func:`_walk`): symbolic links are followed
+once (loop-safe), and dangling links, special files (FIFOs, sockets, devices) and hidden entries
+are rejected with a reason, so input entries = documents + rejected.
 
 Doc ids are the given id field when present, else a content hash (stable across runs).
 """
@@ -10,7 +13,9 @@ from __future__ import annotations
 
 import codecs
 import csv
+import errno
 import os
+import stat
 import gzip
 import html
 import json
@@ -295,24 +300,75 @@ def _table_records(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, Document 
                             text=text, source=src)
 
 
-def _walk(root: Path) -> tuple[list[Path], list[Rejected]]:
-    """Every non-hidden file under ``root`` (sorted) and a ``Rejected`` row for each directory
-    that could not be listed (never skipped silently)."""
-    files: list[Path] = []
-    unreadable: list[Rejected] = []
+def _rejected_entry(rel: str, st: os.stat_result) -> Rejected:
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
+            else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file")
+    return Rejected(rel, "special_file", f"{kind}, not a regular file: not read")
 
-    def onerror(exc: OSError) -> None:
-        rel = os.path.relpath(exc.filename, root) if exc.filename else "?"
-        unreadable.append(Rejected(rel, "unreadable", f"could not list the directory: {exc.strerror or exc}"))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=onerror):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if not name.startswith("."):
-                f = Path(dirpath) / name
-                if f.is_file():
-                    files.append(f)
-    return sorted(files), sorted(unreadable, key=lambda r: r.source)
+def _walk(root: Path) -> tuple[list[tuple[Path, str]], list[Rejected]]:
+    """Every entry under ``root`` accounted for: ``([(file, source)], [Rejected])``.
+
+    Regular files are returned (sorted by source, the path relative to ``root``); every other
+    entry is a ``Rejected`` row with its reason, never skipped silently: hidden entries (name
+    starting with '.'), special files (FIFOs, sockets, devices: never opened), dangling links,
+    directories that could not be listed. Symbolic links are followed once: a link to a
+    directory is walked unless that directory is already being walked or was walked (a loop, or
+    a second way to the same files), and a second path to a file already loaded is rejected, so
+    every file is read at most once and a link loop ends.
+    """
+    files: list[tuple[Path, str]] = []
+    rejected: list[Rejected] = []
+    seen_dirs: dict[tuple[int, int], str] = {}     # (st_dev, st_ino) -> source of the walked directory
+    seen_files: dict[tuple[int, int], str] = {}
+
+    def visit(path: Path, rel: str) -> None:
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            rejected.append(Rejected(rel or ".", "unreadable", f"could not list the directory: {exc.strerror or exc}"))
+            return
+        for e in entries:
+            src = f"{rel}/{e.name}" if rel else e.name
+            if e.name.startswith("."):
+                rejected.append(Rejected(src, "hidden", "hidden entry (its name starts with '.'): not read; "
+                                                        "rename it to include it"))
+                continue
+            link = e.is_symlink()
+            try:
+                st = os.stat(e.path)          # follows a link
+            except OSError as exc:
+                if link:
+                    target = os.readlink(e.path)
+                    why = ("a symbolic link loop" if exc.errno == errno.ELOOP
+                           else f"a symbolic link to {target}, which does not exist")
+                    rejected.append(Rejected(src, "broken_link", f"{why}: not read"))
+                else:
+                    rejected.append(Rejected(src, "unreadable", f"could not stat the entry: {exc.strerror or exc}"))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                if key in seen_dirs:
+                    rejected.append(Rejected(src, "link_loop", f"links to the directory {seen_dirs[key] or '.'}, "
+                                                               "already walked: not read twice"))
+                    continue
+                seen_dirs[key] = src
+                visit(Path(e.path), src)
+            elif stat.S_ISREG(st.st_mode):
+                if key in seen_files:
+                    rejected.append(Rejected(src, "duplicate_link", f"the same file as {seen_files[key]}, already "
+                                                                    "read: not read twice"))
+                    continue
+                seen_files[key] = src
+                files.append((Path(e.path), src))
+            else:
+                rejected.append(_rejected_entry(src, st))
+
+    st = os.stat(root)
+    seen_dirs[(st.st_dev, st.st_ino)] = ""
+    visit(root, "")
+    return sorted(files, key=lambda f: f[1]), sorted(rejected, key=lambda r: r.source)
 
 
 def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Document | Rejected]:
@@ -330,12 +386,13 @@ def iter_corpus(path: str | Path, cfg: LoadConfig | None = None) -> Iterator[Doc
             raise CorpusError(f"unsupported corpus file type {_suffix(p) or '(none)'} for {p}; "
                               "use a directory of .txt/.md/.html files or a .jsonl/.parquet/.csv table")
         return
-    files, unreadable = _walk(p)
-    yield from unreadable
-    if not files and not unreadable:
+    if not p.is_dir():
+        raise CorpusError(f"corpus path {p} is neither a regular file nor a directory (a FIFO, socket or device?)")
+    files, rejected = _walk(p)
+    yield from rejected
+    if not files and not rejected:
         raise CorpusError(f"corpus directory {p} contains no files")
-    for f in files:
-        rel = str(f.relative_to(p))
+    for f, rel in files:
         suf = _suffix(f)
         if suf in TEXT_EXTS | HTML_EXTS:
             yield _read_text_file(f, cfg, rel)

@@ -19,7 +19,7 @@ def test_directory_inputs_and_rejections(tmp_path):
     (tmp_path / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
     (tmp_path / "big.txt").write_text("x" * 200)
     (tmp_path / "img.png").write_bytes(b"\x89PNG")
-    (tmp_path / ".hidden.txt").write_text("ignored hidden file")
+    (tmp_path / ".hidden.txt").write_text("hidden file: rejected, not read")
     docs, rej = load_corpus(tmp_path, LoadConfig(max_bytes=180))
     by_src = {d.source: d for d in docs}
     assert set(by_src) == {"a.txt", "b.md", "c.html"}
@@ -30,7 +30,7 @@ def test_directory_inputs_and_rejections(tmp_path):
     assert by_src["a.txt"].doc_id == hash_doc_id("Plain text document.\nSecond line.")
     reasons = {r.source: r.reason for r in rej}
     assert reasons == {"empty.txt": "empty", "bin.txt": "binary", "latin.txt": "undecodable",
-                       "big.txt": "oversized", "img.png": "unsupported_type"}
+                       "big.txt": "oversized", "img.png": "unsupported_type", ".hidden.txt": "hidden"}
     assert all(r.detail for r in rej)
 
 
