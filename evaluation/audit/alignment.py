@@ -12,39 +12,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from evaluation.audit.base import RATING_FORMAT, JudgeStep, Rating, parse_rating
+from evaluation.audit.base import RatingJudge
 
-SCALE = """Rating scale:
+
+class AlignmentJudge(RatingJudge):
+    """Query-evidence alignment judge (see module docstring)."""
+
+    metric = "alignment"
+    prompt_version = "mtr-eval-alignment-v2"
+    task = """A passage was annotated as evidence for the user's current question in a multi-turn conversation. Decide whether the current question can be answered from this passage alone.
+Use the conversation only to understand what the current question refers to; the answer itself must come from the passage."""
+    scale = """Rating scale:
 5 - Fully answerable: the passage alone answers the question; no outside knowledge is needed.
 4 - Mostly answerable: the passage answers it, but a minor detail is missing or needs a small inference.
 3 - Partially answerable: the passage covers only part of what is asked.
 2 - Minimal relevance: the passage is on the topic but does not answer the question.
 1 - Not answerable: the passage does not help answer the question."""
-
-EXAMPLE = """Example:
+    example = """Example:
 <passage title="Singapore">
 Singapore is an island country in Southeast Asia. Its territory comprises one main island, 63 satellite islands and one outlying islet.
 </passage>
 Current user question: When did Singapore become independent?
 {"rationale": "The passage only describes Singapore's location and territory; it says nothing about independence, so the question cannot be answered from it.", "rating": 1}"""
 
-
-class AlignmentJudge(JudgeStep):
-    """Query-evidence alignment judge (see module docstring)."""
-
-    metric = "alignment"
-    prompt_version = "mtr-eval-alignment-v2"
-    output_model = Rating
-
-    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
-        user = (
-            "A passage was annotated as evidence for the user's current question in a multi-turn "
-            "conversation. Decide whether the current question can be answered from this passage alone.\n"
-            "Use the conversation only to understand what the current question refers to; the answer "
-            "itself must come from the passage.\n\n"
-            f"{SCALE}\n\n{EXAMPLE}\n\n---\n{self.conversation(x)}\n\n"
-            f"Passage:\n{self.passage(x['passage'])}\n\n{RATING_FORMAT}")
-        return self._messages(user)
-
-    def parse(self, text: str | None, inputs: Any) -> Rating:
-        return parse_rating(text)
+    def item(self, x: dict[str, Any]) -> str:
+        return f"{self.conversation(x)}\n\nPassage:\n{self.passage(x['passage'])}"

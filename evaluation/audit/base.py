@@ -177,6 +177,12 @@ SYSTEM = ("You are a meticulous annotator auditing a conversational retrieval be
 class JudgeStep(LLMStep):
     """Base of the four metric judges (one instance per judge x metric x benchmark).
 
+    Every judge sends one user message of the same build: its :meth:`instruction` (default:
+    ``task``), its ``scale`` and worked ``example`` (each when set), a ``---`` rule, the
+    :meth:`item` to judge and the :meth:`reply_format`. A judge module sets ``metric``,
+    ``prompt_version``, the prompt texts in the order they are sent and what differs from the
+    defaults; :class:`RatingJudge` is the base of the 1-5 rating judges.
+
     Args:
         judge: the :class:`JudgeSpec` it runs as (its role is ``audit_<metric>@<judge>``).
         offline: the heuristic implementation (heuristic judges only).
@@ -184,6 +190,9 @@ class JudgeStep(LLMStep):
     """
 
     metric: str = ""
+    task: str = ""          # the instruction (a judge whose instruction varies overrides instruction())
+    scale: str = ""         # the rating scale, when the judge rates
+    example: str = ""       # one worked example with its expected reply
     kind = "judge"
     sampling = Sampling(max_tokens=1024)
     expected_output_tokens = 200
@@ -211,9 +220,48 @@ class JudgeStep(LLMStep):
             return self.passage(ps[0])
         return "\n\n".join(self.passage(p, i) for i, p in enumerate(ps, start=1))
 
+    def answered_turn(self, x: dict[str, Any]) -> str:
+        """The gold passage(s), the conversation and the benchmark's reference response."""
+        return (f"{self.passages(x['passages'])}\n\n{self.conversation(x)}\n\n"
+                f"Response: {' '.join(x['answer'].split())}")
+
+    # -- the prompt -----------------------------------------------------------------------
+    def instruction(self, x: dict[str, Any]) -> str:
+        """What the judge is asked (default: the class's ``task``)."""
+        return self.task
+
+    def item(self, x: dict[str, Any]) -> str:
+        """The item to judge, shown below the ``---`` rule."""
+        raise NotImplementedError
+
+    def reply_format(self, x: dict[str, Any]) -> str:
+        """The closing sentence that asks for the JSON reply."""
+        raise NotImplementedError
+
+    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
+        guide = "\n\n".join(t for t in (self.scale, self.example) if t)
+        user = f"{self.instruction(x)}\n\n{guide}\n\n---\n{self.item(x)}\n\n{self.reply_format(x)}"
+        return self._messages(user)
+
     def _messages(self, user: str) -> list[dict[str, str]]:
         return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
 
 RATING_FORMAT = ('Reply with only a JSON object {"rationale": "<your reasoning, a few sentences>", '
                  '"rating": <integer 1-5>}. Write the rationale first, then the rating.')
+
+
+class RatingJudge(JudgeStep):
+    """A judge whose output is a 1-5 :class:`Rating` (alignment, faithfulness, quality); the
+    item it rates is, unless it overrides :meth:`item`, the answered turn."""
+
+    output_model = Rating
+
+    def item(self, x: dict[str, Any]) -> str:
+        return self.answered_turn(x)
+
+    def reply_format(self, x: dict[str, Any]) -> str:
+        return RATING_FORMAT
+
+    def parse(self, text: str | None, inputs: Any) -> Rating:
+        return parse_rating(text)

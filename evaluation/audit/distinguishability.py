@@ -17,7 +17,14 @@ from typing import Any
 
 from evaluation.audit.base import Choice, JudgeStep, parse_choice
 
-EXAMPLE = """Example:
+
+class DistinguishabilityJudge(JudgeStep):
+    """Distinguishability judge (see module docstring)."""
+
+    metric = "distinguishability"
+    prompt_version = "mtr-eval-distinguishability-v2"
+    output_model = Choice
+    example = """Example:
 Current user question: How tall is the Eiffel Tower?
 <passage id="1" title="Statue of Liberty">
 The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor.
@@ -30,27 +37,19 @@ Big Ben is the nickname for the Great Bell of the clock at the Palace of Westmin
 </passage>
 {"rationale": "Only passage 2 is about the Eiffel Tower and it states its height.", "choice": 2}"""
 
+    def instruction(self, x: dict[str, Any]) -> str:
+        return (f"Below are {len(x['candidates'])} numbered candidate passages (their id is the number). Choose the "
+                "single passage that is most likely to contain the answer to the user's current question in this "
+                "multi-turn conversation. Use the conversation to understand what the question refers to. Exactly "
+                "one passage must be chosen, even if several seem relevant or none does.")
 
-class DistinguishabilityJudge(JudgeStep):
-    """Distinguishability judge (see module docstring)."""
+    def item(self, x: dict[str, Any]) -> str:
+        listing = "\n\n".join(self.passage(c, i) for i, c in enumerate(x["candidates"], start=1))
+        return f"{self.conversation(x)}\n\nCandidates:\n{listing}"
 
-    metric = "distinguishability"
-    prompt_version = "mtr-eval-distinguishability-v2"
-    output_model = Choice
-
-    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
-        cands = x["candidates"]
-        n = len(cands)
-        listing = "\n\n".join(self.passage(c, i) for i, c in enumerate(cands, start=1))
-        user = (
-            f"Below are {n} numbered candidate passages (their id is the number). Choose the single passage that is most likely to "
-            "contain the answer to the user's current question in this multi-turn conversation. Use the "
-            "conversation to understand what the question refers to. Exactly one passage must be chosen, "
-            "even if several seem relevant or none does.\n\n"
-            f"{EXAMPLE}\n\n---\n{self.conversation(x)}\n\nCandidates:\n{listing}\n\n"
-            'Reply with only a JSON object {"rationale": "<your reasoning, a few sentences>", '
-            f'"choice": <the passage number, 1-{n}>}}. Write the rationale first, then the choice.')
-        return self._messages(user)
+    def reply_format(self, x: dict[str, Any]) -> str:
+        return ('Reply with only a JSON object {"rationale": "<your reasoning, a few sentences>", '
+                f'"choice": <the passage number, 1-{len(x["candidates"])}>}}. Write the rationale first, then the choice.')
 
     def parse(self, text: str | None, inputs: Any) -> Choice:
         return parse_choice(text, len(inputs["candidates"]))

@@ -9,42 +9,25 @@ Inputs: ``{"question", "history", "rewrite", "query", "answer", "passages": [{"d
 """
 from __future__ import annotations
 
-from typing import Any
+from evaluation.audit.base import RatingJudge
 
-from evaluation.audit.base import RATING_FORMAT, JudgeStep, Rating, parse_rating
 
-SCALE = """Rating scale:
+class FaithfulnessJudge(RatingJudge):
+    """Answer-evidence faithfulness judge (see module docstring)."""
+
+    metric = "faithfulness"
+    prompt_version = "mtr-eval-faithfulness-v2"
+    task = """Below are the evidence passage(s) of a turn in a multi-turn conversation and the benchmark's reference response to the user's current question. Decide whether every claim in the response is supported by the passage(s). The question is context only; judge the response against the passage(s), not against your own knowledge."""
+    scale = """Rating scale:
 5 - Fully faithful: every claim in the response is supported by the passage(s).
 4 - Mostly faithful: harmless paraphrase or a small, reasonable inference beyond the passage(s).
 3 - Partially faithful: a mix of supported and unsupported claims, or a minor contradiction.
 2 - Mostly unfaithful: most claims are unsupported or contradict the passage(s).
 1 - Unfaithful: the response is hallucinated or contradicts the passage(s)."""
-
-EXAMPLE = """Example:
+    example = """Example:
 <passage title="Singapore">
 Modern Singapore was founded in 1819 by Sir Stamford Raffles as a trading post of the British Empire.
 </passage>
 Current user question: Who founded Singapore?
 Response: Singapore was founded in 1819 by Sir Stamford Raffles, who became its first president and built the Marina Bay Sands.
 {"rationale": "The founding year and founder are supported, but Raffles being its first president and building Marina Bay Sands are invented and false.", "rating": 2}"""
-
-
-class FaithfulnessJudge(JudgeStep):
-    """Answer-evidence faithfulness judge (see module docstring)."""
-
-    metric = "faithfulness"
-    prompt_version = "mtr-eval-faithfulness-v2"
-    output_model = Rating
-
-    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
-        user = (
-            "Below are the evidence passage(s) of a turn in a multi-turn conversation and the benchmark's "
-            "reference response to the user's current question. Decide whether every claim in the response "
-            "is supported by the passage(s). The question is context only; judge the response against the "
-            "passage(s), not against your own knowledge.\n\n"
-            f"{SCALE}\n\n{EXAMPLE}\n\n---\n{self.passages(x['passages'])}\n\n{self.conversation(x)}\n\n"
-            f"Response: {' '.join(x['answer'].split())}\n\n{RATING_FORMAT}")
-        return self._messages(user)
-
-    def parse(self, text: str | None, inputs: Any) -> Rating:
-        return parse_rating(text)

@@ -10,41 +10,25 @@ Output: :class:`~evaluation.audit.base.Rating`.
 """
 from __future__ import annotations
 
-from typing import Any
+from evaluation.audit.base import RatingJudge
 
-from evaluation.audit.base import RATING_FORMAT, JudgeStep, Rating, parse_rating
 
-SCALE = """Rating scale:
+class QualityJudge(RatingJudge):
+    """Answer quality judge (see module docstring)."""
+
+    metric = "quality"
+    prompt_version = "mtr-eval-quality-v2"
+    task = """Rate the quality of the benchmark's reference response to the user's current question in a multi-turn conversation: its accuracy, completeness and relevance to what was asked. The passage(s) are context that may help you check accuracy."""
+    scale = """Rating scale:
 5 - Excellent: accurate, complete and directly relevant to the question.
 4 - Good: accurate and relevant, with a minor omission or some unnecessary content.
 3 - Partial: partly accurate or partly answers the question.
 2 - Poor: mostly inaccurate, incomplete or off-topic.
 1 - Inadequate: wrong, irrelevant, or does not answer the question."""
-
-EXAMPLE = """Example:
+    example = """Example:
 <passage title="Singapore">
 Singapore gained independence from Malaysia on 9 August 1965. Its first prime minister was Lee Kuan Yew.
 </passage>
 Current user question: When did Singapore become independent and who led it?
 Response: Singapore became independent in 1965, led by Tunku Abdul Rahman.
 {"rationale": "The year is correct, but the leader is wrong (Lee Kuan Yew, not Tunku Abdul Rahman), so the response only half answers the question.", "rating": 3}"""
-
-
-class QualityJudge(JudgeStep):
-    """Answer quality judge (see module docstring)."""
-
-    metric = "quality"
-    prompt_version = "mtr-eval-quality-v2"
-    output_model = Rating
-
-    def build_messages(self, x: dict[str, Any]) -> list[dict[str, str]]:
-        user = (
-            "Rate the quality of the benchmark's reference response to the user's current question in a "
-            "multi-turn conversation: its accuracy, completeness and relevance to what was asked. The "
-            "passage(s) are context that may help you check accuracy.\n\n"
-            f"{SCALE}\n\n{EXAMPLE}\n\n---\n{self.passages(x['passages'])}\n\n{self.conversation(x)}\n\n"
-            f"Response: {' '.join(x['answer'].split())}\n\n{RATING_FORMAT}")
-        return self._messages(user)
-
-    def parse(self, text: str | None, inputs: Any) -> Rating:
-        return parse_rating(text)
