@@ -64,6 +64,18 @@ def check_k(k: int) -> int:
     return int(k)
 
 
+def check_queries(queries: Mapping[str, str], k: int) -> tuple[list[str], list[str], int]:
+    """The checks every ``search`` starts with: ``(qids, texts, k)``, ``k`` a positive integer
+    and every query text a str (:class:`RetrievalError` otherwise)."""
+    k = check_k(k)
+    qids = list(queries)
+    texts = [queries[q] for q in qids]
+    for q, t in zip(qids, texts):
+        if not isinstance(t, str):
+            raise RetrievalError(f"query {q!r}: text must be str, got {type(t).__name__}")
+    return qids, texts, k
+
+
 def corpus_fingerprint(ids: Sequence[str], texts: Sequence[str], params: Mapping | None = None) -> str:
     """sha256 over the parameters and every (doc_id, text), length-prefixed (unambiguous)."""
     h = hashlib.sha256()

@@ -36,7 +36,7 @@ import numpy as np
 from common.text import TOKEN_PATTERN, bm25_stopwords
 from common.types import Run
 
-from .base import (Doc, RetrievalError, check_docs, check_k, corpus_fingerprint, id_ranks,
+from .base import (Doc, RetrievalError, check_docs, check_k, check_queries, corpus_fingerprint, id_ranks,
                    topk_trec)
 
 
@@ -357,12 +357,7 @@ class BM25Retriever:
     def search(self, queries: Mapping[str, str], k: int = 10) -> Run:
         """Top-``k`` documents per query, ``{qid: {doc_id: score}}`` (empty dict when no token matches)."""
         self._check_indexed()
-        k = check_k(k)
-        qids = list(queries)
-        texts = [queries[q] for q in qids]
-        for q, t in zip(qids, texts):
-            if not isinstance(t, str):
-                raise RetrievalError(f"query {q!r}: text must be str, got {type(t).__name__}")
+        qids, texts, k = check_queries(queries, k)
         nt = self._threads(len(qids))
         if nt <= 1:
             results = [self._search_one(t, k) for t in texts]

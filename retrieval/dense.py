@@ -23,7 +23,7 @@ import numpy as np
 
 from common.types import Run
 
-from .base import Doc, RetrievalError, check_docs, check_k, id_ranks, trec_sort
+from .base import Doc, RetrievalError, check_docs, check_k, check_queries, id_ranks, trec_sort
 
 _META = "mtr_dense.json"
 
@@ -209,12 +209,7 @@ class DenseRetriever:
 
     def search(self, queries: Mapping[str, str], k: int = 10) -> Run:
         self._check_indexed()
-        k = check_k(k)
-        qids = list(queries)
-        texts = [queries[q] for q in qids]
-        for q, t in zip(qids, texts):
-            if not isinstance(t, str):
-                raise RetrievalError(f"query {q!r}: text must be str, got {type(t).__name__}")
+        qids, texts, k = check_queries(queries, k)
         run: Run = {}
         if not qids:
             return run
