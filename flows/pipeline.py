@@ -35,6 +35,9 @@ import corpus.load
 import corpus.stages as stages
 import clustering.greedy
 import clustering.knn
+import clustering.knn.exact
+import clustering.knn.gpu
+import clustering.knn.ivf
 import clustering.topics
 import clustering.embed
 from flows.config import MTRConfig
@@ -47,7 +50,7 @@ _CODE = {
     "curate": (corpus.load, corpus.clean, corpus.dedup, stages),
     "chunk": (corpus.chunk, corpus.dedup, stages),
     "embed": (clustering.embed, cstages),
-    "cluster": (clustering.knn, clustering.greedy, clustering.topics, cstages),
+    "cluster": (clustering.knn, clustering.knn.exact, clustering.knn.ivf, clustering.knn.gpu, clustering.greedy, clustering.topics, cstages),
 }
 _SECTIONS = {"curate": ("load", "clean", "dedup"), "chunk": ("chunk", "chunk_dedup", "dedup"),
              "embed": ("embed",), "cluster": ("cluster", "topics")}

@@ -3,9 +3,11 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-import clustering.knn as knn_mod
+import clustering.knn.ivf as ivf_mod
 from clustering.greedy import ClusterConfig
-from clustering.knn import build_knn, calibration_sample, ivf_knn, knn, load_knn, nprobe_ladder, save_knn
+from clustering.knn import build_knn, load_knn, save_knn
+from clustering.knn.exact import knn
+from clustering.knn.ivf import calibration_sample, ivf_knn, nprobe_ladder
 
 
 def _noisy(n=3000, d=32, centers=6, noise=1.0, seed=3):
@@ -73,10 +75,10 @@ def test_calibration_is_deterministic_and_seeded():
 def test_explicit_nprobe_bypasses_calibration(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("calibrated although nprobe was given")
-    monkeypatch.setattr(knn_mod, "calibrate_nprobe", boom)
+    monkeypatch.setattr(ivf_mod, "calibrate_nprobe", boom)
     x = _noisy(n=2000)
     g = build_knn(x, k=15, exact_max=100, nprobe=8)
-    assert g.params == {"k": 15, "nlist": knn_mod.auto_nlist(2000, 8), "nprobe": 8, "seed": 0}
+    assert g.params == {"k": 15, "nlist": ivf_mod.auto_nlist(2000, 8), "nprobe": 8, "seed": 0}
     assert g.ivf.calibration is None and g.ivf.nprobe == 8
     assert np.array_equal(g.neighbors, ivf_knn(x, k=15, nprobe=8)[0])
     with pytest.raises(AssertionError, match="calibrated"):
@@ -84,7 +86,7 @@ def test_explicit_nprobe_bypasses_calibration(monkeypatch):
 
 
 def test_exact_path_is_not_calibrated(monkeypatch):
-    monkeypatch.setattr(knn_mod, "calibrate_nprobe", lambda *a, **k: pytest.fail("calibrated the exact path"))
+    monkeypatch.setattr(ivf_mod, "calibrate_nprobe", lambda *a, **k: pytest.fail("calibrated the exact path"))
     g = build_knn(_noisy(n=300), k=10, exact_max=300)
     assert g.method == "exact" and g.params == {"k": 10}
 
