@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Sequence
 
 from agents.cache import CallCache
-from agents.client import estimate_tokens
+from agents.completion import estimate_tokens
 from agents.config import Backend, LLMConfig
 from agents.steps import LLMStep
 

@@ -31,7 +31,8 @@ from typing import Any, Literal, Sequence
 from agents.accounting import CallLog, CallRecord, RoleTotals, format_totals, new_call_id, read_calls
 from agents.budget import Budget
 from agents.cache import CallCache, cache_key
-from agents.client import CallFailed, ChatRequest, Completion, LLMClient
+from agents.client import LLMClient
+from agents.completion import CallFailed, ChatRequest, Completion
 from agents.config import Backend, LLMConfig, ResolvedRole
 from agents.errors import BudgetExceeded, LLMConfigError, OfflineBackendMissing, error_details
 from agents.parsing import OutputInvalid

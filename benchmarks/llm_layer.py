@@ -41,7 +41,7 @@ from common.aio import run as aio_run  # noqa: E402
 
 from agents.accounting import CallLog, CallRecord, new_call_id  # noqa: E402
 from agents.cache import CallCache, cache_key  # noqa: E402
-from agents.client import transport_kwargs  # noqa: E402
+from agents.transport import transport_kwargs  # noqa: E402
 from agents.config import CacheConfig, EndpointConfig, LLMConfig  # noqa: E402
 from agents.parsing import parse_output  # noqa: E402
 from agents.session import LLMSession  # noqa: E402

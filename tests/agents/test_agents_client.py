@@ -189,7 +189,7 @@ def test_connection_refused_is_retried_then_fails(make_config, qa_step):
 
 def test_retry_after_parsing_and_capped_backoff():
     import email.utils
-    from agents.client import backoff_delay, retry_after_seconds
+    from agents.transport import backoff_delay, retry_after_seconds
     from agents.config import RetryConfig
     assert retry_after_seconds({"retry-after": "2"}) == 2.0
     assert retry_after_seconds({"retry-after-ms": "250", "retry-after": "9"}) == 0.25

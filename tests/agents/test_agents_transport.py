@@ -1,13 +1,12 @@
 """The HTTP transport under the openai client (``llm.http_client``) and the layer's reading of
-the response JSON (``LLMClient._completion``: the SDK returns a dict for ``cast_to=dict``)."""
+the response JSON (``agents.completion.read_completion``: the SDK returns a dict for ``cast_to=dict``)."""
 from __future__ import annotations
 
 import asyncio
 
 import pytest
 
-from agents.client import CallFailed, ChatRequest, LLMClient
-from agents.config import EndpointConfig, LLMConfig
+from agents.completion import CallFailed, ChatRequest, read_completion
 from agents.errors import LogprobsUnsupported
 from agents.session import LLMSession
 from agents.testing.fake_server import Reply
@@ -40,37 +39,33 @@ def test_url_credentials_keep_the_httpx_transport(fake_llm, make_config, qa_step
     assert clients == {"fake": "AsyncHttpxClientWrapper"}
 
 
-def _client() -> LLMClient:
-    return LLMClient(LLMConfig(endpoints={"e": EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m")}))
-
-
 def _req(**kw) -> ChatRequest:
     return ChatRequest(endpoint="e", model="m", messages=[{"role": "user", "content": "four words in here"}], **kw)
 
 
 def test_completion_reads_the_chat_completion_json():
-    c = _client()._completion({"model": "m-1", "choices": [{"finish_reason": "length", "message": {
+    c = read_completion({"model": "m-1", "choices": [{"finish_reason": "length", "message": {
         "role": "assistant", "content": "hello"}}], "usage": {"prompt_tokens": 7, "completion_tokens": 2}}, _req())
     assert (c.content, c.refusal, c.finish_reason, c.model) == ("hello", None, "length", "m-1")
     assert (c.usage.prompt_tokens, c.usage.completion_tokens, c.usage.estimated) == (7, 2, False)
-    est = _client()._completion({"choices": [{"message": {"content": "hello"}}]}, _req())
+    est = read_completion({"choices": [{"message": {"content": "hello"}}]}, _req())
     assert est.usage.estimated and est.usage.prompt_tokens > 0 and est.model is None
 
 
 def test_completion_rejects_a_body_that_is_not_a_chat_completion():
     with pytest.raises(CallFailed) as e:
-        _client()._completion("<html>proxy login</html>", _req())
+        read_completion("<html>proxy login</html>", _req())
     assert e.value.error_class == "InvalidResponse" and "proxy login" in str(e.value)
     for body in ({}, {"choices": []}, {"choices": ["x"]}, {"choices": None}):
         with pytest.raises(CallFailed) as e:
-            _client()._completion(body, _req())
+            read_completion(body, _req())
         assert e.value.error_class == "EmptyResponse"
 
 
 def test_completion_reads_logprobs_or_says_they_are_missing():
     lp = {"content": [{"token": "hi", "logprob": -0.5, "top_logprobs": [{"token": "hi", "logprob": -0.5},
                                                                         {"token": "yo", "logprob": -1.5}]}]}
-    c = _client()._completion({"choices": [{"message": {"content": "hi"}, "logprobs": lp}]}, _req(logprobs=True))
+    c = read_completion({"choices": [{"message": {"content": "hi"}, "logprobs": lp}]}, _req(logprobs=True))
     assert c.logprobs[0].token == "hi" and c.logprobs[0].logprob == -0.5 and c.logprobs[0].top[1] == ("yo", -1.5)
     with pytest.raises(LogprobsUnsupported):
-        _client()._completion({"choices": [{"message": {"content": "hi"}}]}, _req(logprobs=True))
+        read_completion({"choices": [{"message": {"content": "hi"}}]}, _req(logprobs=True))
