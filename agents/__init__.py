@@ -5,7 +5,11 @@ through it. One concern per module:
 * ``steps``       — :class:`LLMStep`: prompt builder + output model + parser + prompt version
                     (+ optional deterministic offline implementation)
 * ``session``     — :class:`LLMSession` / :func:`run_batch`: run steps (cache, accounting, budget)
+* ``runner``      — how one item runs in a session (cache lookup, request, repair call, ``llm_calls`` row)
 * ``client``      — the async ``openai`` client: limits, retries, timeouts, structured outputs
+* ``completion``  — what one call sends and gets back (request, completion, call failure)
+* ``transport``   — the HTTP transport, error classification, retry waits
+* ``structured``  — structured-output modes: the request body per mode, the fall-back to text
 * ``cache``       — content-addressed crash-safe call cache
 * ``accounting``  — ``llm_calls`` rows, totals per role and run
 * ``budget``      — token / money caps

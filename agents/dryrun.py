@@ -118,7 +118,7 @@ def dry_run(config: LLMConfig, workload: Iterable[tuple[LLMStep, Sequence[Any]]]
         repair_rate: expected share of answers needing the repair call (adds that share of
             calls, each re-sending the prompt plus the bad answer).
     """
-    from agents.session import request_key  # noqa: PLC0415 - avoid an import cycle
+    from agents.runner import request_key  # noqa: PLC0415 - avoid an import cycle
 
     by_role: dict[str, RoleEstimate] = {}
     for step, inputs in workload:

@@ -10,34 +10,29 @@ accounting and the budget, for one run::
 
     batch = run_batch(config, step, inputs, store=run_dir)       # sync wrapper (Prefect tasks)
 
-Per item (openai backend): budget check (raise :class:`BudgetExceeded` once a cap is hit)
--> build messages -> cache lookup (key: model, sampling, messages, schema, logprob options,
-prompt version, sample) -> on a miss, the request (retries, limits) -> cache write ->
-``llm_calls`` row -> parse/validate; an invalid answer gets one repair call that shows the
-model its validation error; still invalid -> an explicit ``invalid_output`` failure with
-both raw outputs. A refusal is a ``refusal`` failure. Failed HTTP calls are not cached (a
-rerun tries them again); answered ones are, valid or not, so a rerun replays the same
-chain with zero requests.
+This module owns the session's life (clients, flush, manifest totals), the budget gate
+(per item on the openai backend: raise :class:`BudgetExceeded` once a cap is hit), role
+resolution, batching (:meth:`LLMSession.map`) and reporting. How one item then runs
+(cache lookup -> request -> cache write -> ``llm_calls`` row -> parse, one repair call) is
+:class:`agents.runner.ItemRunner`.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-from agents.accounting import CallLog, CallRecord, RoleTotals, format_totals, new_call_id, read_calls
+from agents.accounting import CallLog, RoleTotals, format_totals, read_calls
 from agents.budget import Budget
-from agents.cache import CallCache, cache_key
+from agents.cache import CallCache
 from agents.client import LLMClient
-from agents.completion import CallFailed, ChatRequest, Completion
 from agents.config import Backend, LLMConfig, ResolvedRole
-from agents.errors import BudgetExceeded, LLMConfigError, OfflineBackendMissing, error_details
-from agents.parsing import OutputInvalid
-from agents.results import BatchResult, LLMFailure, StepResult, Usage
-from agents.secrets import install_log_scrubbing, scrub
+from agents.errors import BudgetExceeded, LLMConfigError, OfflineBackendMissing
+from agents.results import BatchResult, LLMFailure, StepResult
+from agents.runner import ItemRunner
+from agents.secrets import install_log_scrubbing
 from agents.steps import LLMStep
 from common.aio import run as aio_run
 from storage.store import RunStore, new_run_id
@@ -45,13 +40,6 @@ from storage.store import RunStore, new_run_id
 log = logging.getLogger("mtr.agents.session")
 
 _AUTO: Any = object()
-
-
-def request_key(resolved: ResolvedRole, step: LLMStep, messages: list[dict[str, Any]], sample: int = 0) -> str:
-    """The cache key of one primary request of ``step`` (shared with the dry run)."""
-    return cache_key(model=resolved.model or "", sampling=resolved.sampling.params(), messages=messages,
-                     schema=step.schema, prompt_version=step.prompt_version, logprobs=step.logprobs,
-                     top_logprobs=step.top_logprobs, sample=sample)
 
 
 def run_spend(store: RunStore, run_id: str) -> tuple[int, float]:
@@ -65,7 +53,7 @@ def run_spend(store: RunStore, run_id: str) -> tuple[int, float]:
     return tokens, usd
 
 
-class LLMSession:
+class LLMSession(ItemRunner):
     """One run's access to LLMs (see module docstring).
 
     Args:
@@ -254,181 +242,6 @@ class LLMSession:
                 raise BudgetExceeded(reason, partial=batch)
         return batch
 
-    # -- offline ----------------------------------------------------------------------------
-    async def _run_offline(self, step: LLMStep, inputs: Any, resolved: ResolvedRole,
-                           item_id: str | None) -> StepResult:
-        t0 = time.perf_counter()
-        messages = step.messages(inputs)
-        failure = None
-        output = None
-        try:
-            output = step.run_offline(inputs)
-        except OfflineBackendMissing:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported as an explicit failure
-            d = error_details(exc)
-            failure = LLMFailure("offline_error", d["message"], error_class=d["error_class"],
-                                 step=step.name, role=resolved.role)
-        latency = time.perf_counter() - t0
-        rec = CallRecord(call_id=new_call_id(), run_id=self.run_id, role=resolved.role, step=step.name,
-                         endpoint=None, model=step.offline_model_id, backend="offline",
-                         prompt_version=step.prompt_version, cache_key=None, purpose="offline",
-                         item_id=item_id, latency_s=latency, cost_usd=0.0,
-                         outcome="ok" if failure is None else "offline_error",
-                         error_class=failure.error_class if failure else None)
-        self.calls.add(rec)
-        return StepResult(step=step.name, role=resolved.role, backend="offline",
-                          prompt_version=step.prompt_version, model=step.offline_model_id, endpoint=None,
-                          raw_prompt=tuple(messages),
-                          raw_output=output.model_dump_json() if output is not None else None,
-                          output=output, failure=failure, usage=Usage(), call_ids=(rec.call_id,),
-                          latency_s=latency, item_id=item_id)
-
-    # -- openai -----------------------------------------------------------------------------
-    async def _run_openai(self, step: LLMStep, inputs: Any, resolved: ResolvedRole, item_id: str | None,
-                          sample: int) -> StepResult:
-        t0 = time.perf_counter()
-        messages = step.messages(inputs)
-        schema = step.schema
-        raws: list[str] = []
-        usage = Usage()
-        call_ids: list[str] = []
-        hits: list[bool] = []
-        model_id = resolved.model
-        conv = messages
-        failure: LLMFailure | None = None
-        output = None
-        last: Completion | None = None
-        attempts = 1 + self.config.retry.repair_attempts
-        for attempt in range(attempts):
-            purpose = "primary" if attempt == 0 else "repair"
-            key = request_key(resolved, step, conv, sample)
-            rec = CallRecord(call_id=new_call_id(), run_id=self.run_id, role=resolved.role, step=step.name,
-                             endpoint=resolved.endpoint_name, model=resolved.model, backend="openai",
-                             prompt_version=step.prompt_version, cache_key=key, purpose=purpose,
-                             item_id=item_id)
-            call_ids.append(rec.call_id)
-            try:
-                comp, hit, retries, latency = await self._fetch(key, resolved, step, conv, schema)
-            except CallFailed as exc:
-                rec.retries, rec.latency_s = exc.retries, exc.latency_s
-                rec.error_class, rec.outcome, rec.cost_usd = exc.error_class, "error", 0.0
-                await self._persist(key, None, True, rec)
-                failure = LLMFailure(exc.kind, str(exc), raw_outputs=tuple(raws),  # type: ignore[arg-type]
-                                     error_class=exc.error_class, status_code=exc.status_code,
-                                     step=step.name, role=resolved.role)
-                hits.append(False)
-                break
-            except BaseException as exc:
-                if not isinstance(exc, asyncio.CancelledError):
-                    d = error_details(exc)
-                    rec.error_class, rec.outcome = d["error_class"], "error"
-                    await self._persist(key, None, True, rec)
-                raise
-            last = comp
-            hits.append(hit)
-            usage = usage + comp.usage
-            model_id = comp.model or model_id
-            rec.prompt_tokens, rec.completion_tokens = comp.usage.prompt_tokens, comp.usage.completion_tokens
-            rec.cache_hit, rec.retries, rec.latency_s = hit, retries, latency
-            price = self.config.price(resolved.model)
-            spent = 0.0 if hit else (price.cost(comp.usage.prompt_tokens, comp.usage.completion_tokens)
-                                     if price else None)
-            rec.cost_usd = spent
-            if not hit:
-                self.budget.record(comp.usage.total_tokens, spent)
-            if comp.refusal or comp.finish_reason == "content_filter":
-                raws.append(comp.refusal or comp.content or "")
-                rec.outcome, rec.error_class = "refusal", "Refusal"
-                failure = LLMFailure("refusal", scrub(comp.refusal or f"finish_reason={comp.finish_reason}"),
-                                     raw_outputs=tuple(raws), error_class="Refusal",
-                                     step=step.name, role=resolved.role)
-                await self._persist(key, comp, hit, rec)
-                break
-            raws.append(comp.content or "")
-            try:
-                output = step.parse(comp.content, inputs)
-            except (OutputInvalid, ValueError) as exc:
-                rec.outcome = "invalid_output"
-                rec.error_class = getattr(exc, "error_class", type(exc).__name__)
-                await self._persist(key, comp, hit, rec)
-                msg = scrub(str(exc))
-                if comp.finish_reason == "length":
-                    msg += " (the answer was cut off: finish_reason=length)"
-                failure = LLMFailure("invalid_output", msg, raw_outputs=tuple(raws), error_class=rec.error_class,
-                                     step=step.name, role=resolved.role)
-                conv = step.repair_messages(messages, comp.content, msg)
-                continue
-            await self._persist(key, comp, hit, rec)
-            failure = None
-            break
-        return StepResult(step=step.name, role=resolved.role, backend="openai",
-                          prompt_version=step.prompt_version, model=model_id, endpoint=resolved.endpoint_name,
-                          raw_prompt=tuple(messages), raw_output=raws[-1] if raws else None,
-                          output=output if failure is None else None, failure=failure, usage=usage,
-                          cache_hit=bool(hits) and all(hits), call_ids=tuple(call_ids),
-                          latency_s=time.perf_counter() - t0,
-                          logprobs=last.logprobs if (last is not None and step.logprobs) else None,
-                          item_id=item_id)
-
-    async def _persist(self, key: str, comp: Completion | None, hit: bool, rec: CallRecord) -> None:
-        """Cache entry first, then the ``llm_calls`` row (a kill between them loses one row,
-        never duplicates one); off the event loop."""
-        if hit or comp is None or self.cache is None:
-            if self.store is not None and not self.calls.commit_interval_s:
-                await asyncio.to_thread(self.calls.add, rec)
-            else:
-                self.calls.add(rec)
-            return
-        meta = {"model": rec.model, "prompt_version": rec.prompt_version, "step": rec.step}
-
-        def work() -> None:
-            self.cache.put(key, comp.to_payload(), meta)  # type: ignore[union-attr]
-            self.calls.add(rec)
-
-        if self.calls.commit_interval_s and self.cache.group_commit:  # type: ignore[union-attr]
-            work()        # both only stage in memory; the group committer does the I/O
-            return
-        await asyncio.to_thread(work)
-
-    async def _fetch(self, key: str, resolved: ResolvedRole, step: LLMStep, messages: list[dict[str, Any]],
-                     schema: dict[str, Any] | None) -> tuple[Completion, bool, int, float]:
-        """(completion, cache_hit, retries, latency) from the cache, a twin request in flight,
-        or the server."""
-        t0 = time.perf_counter()
-        if self.cache is not None:
-            payload = self.cache.get(key)
-            if payload is not None:
-                return Completion.from_payload(payload), True, 0, time.perf_counter() - t0
-            twin = self._inflight.get(key)
-            if twin is not None:
-                comp = await asyncio.shield(twin)
-                return comp, True, 0, time.perf_counter() - t0
-        req = ChatRequest(endpoint=resolved.endpoint_name or "", model=resolved.model or "", messages=messages,
-                          sampling=resolved.sampling.params(), schema=schema, schema_name=_schema_name(step),
-                          logprobs=step.logprobs, top_logprobs=step.top_logprobs)
-        fut: asyncio.Future | None = None
-        if self.cache is not None:
-            fut = asyncio.get_running_loop().create_future()
-            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-            self._inflight[key] = fut
-        try:
-            res = await self._client().complete(req)
-        except BaseException as exc:
-            if fut is not None:
-                if isinstance(exc, asyncio.CancelledError):
-                    fut.cancel()
-                else:
-                    fut.set_exception(exc)
-            raise
-        else:
-            if fut is not None:
-                fut.set_result(res.completion)
-        finally:
-            if fut is not None:
-                self._inflight.pop(key, None)
-        return res.completion, False, res.retries, res.latency_s
-
     def _not_started(self, step: LLMStep, resolved: ResolvedRole, item_id: str | None, reason: str) -> StepResult:
         return StepResult(step=step.name, role=resolved.role, backend=resolved.backend,
                           prompt_version=step.prompt_version, model=resolved.model,
@@ -436,11 +249,6 @@ class LLMSession:
                           failure=LLMFailure("not_started", f"not started: {reason}", step=step.name,
                                              role=resolved.role),
                           item_id=item_id)
-
-
-def _schema_name(step: LLMStep) -> str:
-    import re
-    return re.sub(r"[^A-Za-z0-9_-]", "_", step.output_model.__name__)[:64] or "output"
 
 
 def totals_dict(t: RoleTotals) -> dict[str, Any]:
