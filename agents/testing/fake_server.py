@@ -25,6 +25,9 @@ servers do). ``requests`` records each request (body, headers); ``max_in_flight`
 highest number of requests being handled at once. :func:`schema_name` tells which output
 schema a request asks for (subclasses answer per schema, e.g.
 :class:`agents.testing.fake_roles.RoleScriptedServer`).
+
+The sockets and the request handler are :mod:`agents.testing.fake_http`; the instance of a
+schema an automatic answer holds is :mod:`agents.testing.fake_schema`.
 """
 from __future__ import annotations
 
@@ -32,15 +35,16 @@ import argparse
 import hashlib
 import json
 import re
-import socket
 import sys
 import threading
 import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
+
+from agents.testing.fake_http import Handler, Server, error_body
+from agents.testing.fake_schema import schema_in_prompt, value_from_schema
 
 Mode = Literal["honour", "reject", "ignore"]
 
@@ -104,60 +108,6 @@ def _estimate(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
-_SCHEMA_MARK = re.compile(r"JSON schema[^\n]*:\s*\n", re.I)
-
-
-def value_from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None, name: str = "value",
-                      seed: str = "") -> Any:
-    """A deterministic instance of a (Pydantic-generated) JSON schema."""
-    root = root or schema
-    if "$ref" in schema:
-        ref = schema["$ref"].split("/")[-1]
-        return value_from_schema(root.get("$defs", {}).get(ref, {}), root, name, seed)
-    if "const" in schema:
-        return schema["const"]
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "default" in schema and schema.get("type") != "object":
-        return schema["default"]
-    for key in ("anyOf", "oneOf", "allOf"):
-        if key in schema:
-            opts = [o for o in schema[key] if o.get("type") != "null"] or schema[key]
-            return value_from_schema(opts[0], root, name, seed)
-    t = schema.get("type")
-    if isinstance(t, list):
-        t = next((x for x in t if x != "null"), "null")
-    if t == "object" or "properties" in schema:
-        props = schema.get("properties", {})
-        return {k: value_from_schema(v, root, k, seed) for k, v in props.items()}
-    if t == "array":
-        n = max(1, int(schema.get("minItems", 1)))
-        return [value_from_schema(schema.get("items", {}), root, name, seed) for _ in range(n)]
-    if t == "integer":
-        return int(schema.get("minimum", 1))
-    if t == "number":
-        return float(schema.get("minimum", 0.5))
-    if t == "boolean":
-        return True
-    if t == "null":
-        return None
-    return f"fake {name} {seed}".strip()
-
-
-def schema_in_prompt(prompt_text: str) -> Any:
-    """The JSON schema a client in text mode embedded in the prompt (the last one), or None."""
-    m = None
-    for m in _SCHEMA_MARK.finditer(prompt_text):
-        pass
-    if m is None:
-        return None
-    try:
-        schema, _ = json.JSONDecoder().raw_decode(prompt_text, m.end())
-    except ValueError:
-        return None
-    return schema
-
-
 def schema_name(body: dict[str, Any], prompt_text: str) -> str | None:
     """The name of the output schema a request asks for: the ``response_format`` json_schema
     ``name``, else the ``title`` of a schema embedded in the prompt (text / json_object mode);
@@ -192,7 +142,7 @@ class FakeLLMServer:
         self._script: deque[Reply] = deque()
         self._rules: list[tuple[str, deque[Reply]]] = []
         self._stop = threading.Event()
-        self._httpd: ThreadingHTTPServer | None = None
+        self._httpd: Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- scripting ------------------------------------------------------------------------
@@ -234,10 +184,10 @@ class FakeLLMServer:
     def start(self) -> "FakeLLMServer":
         server = self
 
-        class Handler(_Handler):
+        class BoundHandler(Handler):
             fake = server
 
-        httpd = _Server((self.host, self.port), Handler)
+        httpd = Server((self.host, self.port), BoundHandler)
         self._httpd = httpd
         self.port = httpd.server_address[1]
         self._stop.clear()
@@ -276,14 +226,14 @@ class FakeLLMServer:
             auth = headers.get("authorization", "")
             if auth != f"Bearer {self.api_key}":
                 sent = auth.removeprefix("Bearer ")
-                return 401, {}, _error(f"Incorrect API key provided: {sent}.", "invalid_request_error",
+                return 401, {}, error_body(f"Incorrect API key provided: {sent}.", "invalid_request_error",
                                        "invalid_api_key")
         rf = body.get("response_format") or {}
         if rf.get("type") == "json_schema" and self.json_schema == "reject":
-            return 400, {}, _error("response_format json_schema is not supported by this server",
+            return 400, {}, error_body("response_format json_schema is not supported by this server",
                                    "invalid_request_error", None)
         if body.get("logprobs") and self.logprobs_mode == "reject":
-            return 400, {}, _error("logprobs are not supported by this model", "invalid_request_error", None)
+            return 400, {}, error_body("logprobs are not supported by this model", "invalid_request_error", None)
         self.wait(self.latency)
         reply = self._next_reply(rec.text)
         if reply.kind == "hang":
@@ -292,7 +242,7 @@ class FakeLLMServer:
         elif reply.delay:
             self.wait(reply.delay)
         if reply.kind == "status":
-            return reply.status, reply.headers, _error(reply.message, "server_error" if reply.status >= 500
+            return reply.status, reply.headers, error_body(reply.message, "server_error" if reply.status >= 500
                                                        else "invalid_request_error", None)
         return 200, reply.headers, self._completion(body, reply, rec.text)
 
@@ -350,82 +300,6 @@ class FakeLLMServer:
                  "top_logprobs": [{"token": t, "logprob": -0.05, "bytes": None},
                                   {"token": " alt", "logprob": -3.0, "bytes": None}][:top]}
                 for t in toks]
-
-
-def _error(message: str, typ: str, code: str | None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": typ, "param": None, "code": code}}
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    request_queue_size = 256
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (ConnectionError, TimeoutError)):
-            return   # a client went away (timeout, killed process): not the server's problem
-        super().handle_error(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeLLMServer
-    protocol_version = "HTTP/1.1"
-    server_version = "FakeLLM/1.0"
-
-    def setup(self) -> None:
-        super().setup()
-        # headers and body go out as separate writes: without TCP_NODELAY, Nagle + delayed
-        # ACKs add ~40 ms to every response
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence access log
-        pass
-
-    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
-            self.close_connection = True
-
-    def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/").endswith("/models"):
-            self._send(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model",
-                                                         "created": 0, "owned_by": "fake"}]})
-        else:
-            self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
-
-    def do_POST(self) -> None:  # noqa: N802
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if len(raw) < length:          # the client went away mid-request
-            self.close_connection = True
-            return
-        if not self.path.rstrip("/").endswith("/chat/completions"):
-            self._send(404, _error(f"no route {self.path}", "invalid_request_error", None))
-            return
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            self._send(400, _error("request body is not JSON", "invalid_request_error", None))
-            return
-        fake = self.fake
-        with fake._lock:
-            fake.in_flight += 1
-            fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
-        try:
-            status, headers, payload = fake.handle(body, {k.lower(): v for k, v in self.headers.items()})
-        finally:
-            with fake._lock:
-                fake.in_flight -= 1
-        self._send(status, payload, headers)
 
 
 def main(argv: list[str] | None = None) -> None:
