@@ -4,8 +4,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaluation.metrics import evaluate
-from evaluation.report import (markdown_table, plot_comparison, policy_statement, summary_table,
-                               write_metric_tables, write_report)
+from evaluation.report import write_report
+from evaluation.report_plots import plot_comparison
+from evaluation.report_tables import markdown_table, policy_statement, summary_table, write_metric_tables
 from storage.formats import read_trec_qrels, read_trec_run
 
 PNG = b"\x89PNG\r\n\x1a\n"
