@@ -56,7 +56,7 @@ def test_llm_judges_expansions_and_logprob_detector(small, routed_llm, llm_confi
     scores = [r for r in pq.read_table(out / "detector_scores.parquet").to_pylist()
               if r["detector"] == "answer:answerer"]
     assert len(scores) == len(res.contexts)
-    from evaluation.abstention.run import _item_id
+    from evaluation.abstention.llm_phase import _item_id
     for r in scores:
         c = by_key[(r["retriever"], r["sample_id"])]
         if c.doc_ids:
