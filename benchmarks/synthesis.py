@@ -27,7 +27,8 @@ the Dask runner, batches in parallel worker processes.
 loop thread's CPU time goes (graph steps / LangGraph, the SQLite checkpointer, the uniqueness
 search, the LLM layer, the HTTP client, asyncio, Prefect, the rest), the CPU per thread of
 the process, and the wall time spent in the checkpointer, the search and the LLM layer.
-Finally, the offline backend's conversations/min on the (untiled) example corpus.
+Finally, the offline backend's conversations/min on the (untiled) example corpus. The replays
+are ``benchmarks/synthesis_replay.py``, the profile ``benchmarks/synthesis_profile.py``.
 
     python benchmarks/synthesis.py --latency-ms 100 --conversations 128 --turns 4 --concurrency 8 64 --profile --flow
 """
@@ -35,19 +36,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from benchmarks.synthesis_profile import process_cpu, profile_run, timed  # noqa: E402
+from benchmarks.synthesis_replay import RecordRequests, bare_replay, raw_replay  # noqa: E402
 
 
 def build_spine(root: Path, embed_cache: str | None) -> tuple[Path, object]:
@@ -151,29 +152,6 @@ class Endpoint:
         return fake_llm_config(_At(), endpoint_concurrency=concurrency, max_concurrency=concurrency)
 
 
-def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _thread_cpu() -> dict[str, float]:
-    """CPU seconds of each live thread of this process (``/proc/self/task``), by thread name."""
-    names = {t.native_id: t.name for t in threading.enumerate()}
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[str, float] = defaultdict(float)
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        name = names.get(int(tid), "other (native/ended)")
-        if name.startswith("Thread-") or name.startswith("asyncio_"):
-            name = "worker threads (aiosqlite, to_thread)"
-        out[name] += (int(fields[11]) + int(fields[12])) / tick
-    return dict(out)
-
-
 def prepare(run: Path, search_kind: str, emb: str | None, n_conv: int, turns: int, conc: int, llm_cfg):
     """(store, plans, corpus, search, key) of a synthesis of ``run`` (not timed)."""
     from agents.synth.config import SynthConfig
@@ -204,10 +182,10 @@ def one_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int,
         shutil.copytree(base, work, ignore=shutil.ignore_patterns("cache"))
     store, plans, corpus, search, cfg = prepare(work, search_kind, emb, n_conv, turns, conc, llm_cfg)
     if timers is not None:
-        search = _timed(search, timers, "uniqueness search")
-    cpu0, t0 = _cpu(), time.perf_counter()
+        search = timed(search, timers, "uniqueness search")
+    cpu0, t0 = process_cpu(), time.perf_counter()
     out = synthesize_batch(store, plans, corpus, llm_cfg, cfg, search)
-    dt, cpu = time.perf_counter() - t0, _cpu() - cpu0
+    dt, cpu = time.perf_counter() - t0, process_cpu() - cpu0
     s = assemble(store, plans, out["states"], cfg)
     calls = read_calls(store).to_pylist()
     toks = sum((c["prompt_tokens"] or 0) + (c["completion_tokens"] or 0) for c in calls)
@@ -216,61 +194,6 @@ def one_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int,
     rounds = sum(c["step"] != "uniqueness" for c in calls) + len(uniq_batches)
     return {"dt": dt, "cpu": cpu, "calls": len(calls), "toks": toks, "ok": s["turns_ok"], "n": len(plans),
             "rounds": rounds}
-
-
-class RecordRequests:
-    """Records the JSON body of every chat completion the run sends (the layer posts it
-    through the SDK's ``AsyncOpenAI.post``)."""
-
-    def __enter__(self) -> list[dict]:
-        import openai
-        self.orig = openai.AsyncOpenAI.post
-        self.seen: list[dict] = []
-        seen, orig = self.seen, self.orig
-
-        async def post(client_self, path, *a, **kw):
-            if path == "/chat/completions" and kw.get("body") is not None:
-                seen.append(dict(kw["body"]))
-            return await orig(client_self, path, *a, **kw)
-        openai.AsyncOpenAI.post = post
-        return self.seen
-
-    def __exit__(self, *exc) -> None:
-        import openai
-        openai.AsyncOpenAI.post = self.orig
-
-
-def bare_replay(base_url: str, requests: list[dict], inflight: int, stack: str) -> tuple[float, float]:
-    """(seconds, CPU seconds) of the bare ``openai`` client sending ``requests`` with
-    ``chat.completions.create`` and ``inflight`` in flight: ``stack`` "sdk" = the SDK's defaults
-    (httpx2 transport, asyncio loop: a user's own script), "same" = the layer's transport and
-    loop (``llm.http_client``, ``common.aio``): the client-side ceiling of this machine."""
-    import asyncio
-
-    import openai
-
-    from agents.client import transport_kwargs
-    from agents.config import LLMConfig
-    from common.aio import run as aio_run
-
-    same = stack == "same"
-
-    async def main() -> float:
-        kw = transport_kwargs(LLMConfig().http_client, base_url) if same else {}
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="x", max_retries=0, **kw)
-        sem = asyncio.Semaphore(inflight)
-
-        async def one(body: dict) -> None:
-            async with sem:
-                await client.chat.completions.create(**body)
-        t0 = time.perf_counter()
-        await asyncio.gather(*(one(b) for b in requests))
-        dt = time.perf_counter() - t0
-        await client.close()
-        return dt
-    c0 = _cpu()
-    dt = (aio_run if same else asyncio.run)(main())
-    return dt, _cpu() - c0
 
 
 def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: int, conc: int,
@@ -303,9 +226,9 @@ def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: in
                 "synth": spine_cfg.synth.model_copy(update={"conversations": n_conv, "turns": turns,
                                                             "concurrency": per_batch, "batch_size": bs,
                                                             "uniqueness_k": 5, "uniqueness_retriever": "bm25"})})
-            c0, t0 = _cpu(), time.perf_counter()
+            c0, t0 = process_cpu(), time.perf_counter()
             res = run_synthesis(str(run), cfg)
-            dt, cpu = time.perf_counter() - t0, _cpu() - c0
+            dt, cpu = time.perf_counter() - t0, process_cpu() - c0
             calls = read_calls(RunStore(str(run))).to_pylist()
             uniq = {c["item_id"].rsplit(":", 1)[0] for c in calls if c["step"] == "uniqueness"}
             rounds = sum(c["step"] != "uniqueness" for c in calls) + len(uniq)
@@ -320,141 +243,6 @@ def flow_run(tiled: Path, work: Path, spine_cfg, llm_cfg, n_conv: int, turns: in
             print(f"{'flow b=' + str(bs):>11}{dt:>9.1f}{n_conv / dt * 60:>10.1f}{n_conv / ideal_s * 60:>9.1f}"
                   f"{ideal_s / dt:>6.0%}{cpu / max(ok, 1):>11.4f}   (Prefect flow, batch_size {bs}: plan + index task, "
                   f"{-(-n_conv // bs)} batch task(s), assemble + exports)", flush=True)
-
-
-def raw_replay(base_url: str, requests: list[dict], inflight: int) -> tuple[float, float]:
-    """(seconds, CPU seconds) of the same requests as plain JSON POSTs through ``httpx2`` (no
-    SDK request transform or response model): what a client without the SDK could reach."""
-    import asyncio
-    import json
-
-    import httpx2 as httpx     # the HTTP package the openai SDK here runs on
-
-    bodies = requests
-
-    async def main() -> float:
-        limits = httpx.Limits(max_connections=inflight, max_keepalive_connections=inflight)
-        async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=30) as client:
-            sem = asyncio.Semaphore(inflight)
-
-            async def one(body: dict) -> None:
-                async with sem:
-                    r = await client.post("/chat/completions", content=json.dumps(body),
-                                          headers={"content-type": "application/json", "authorization": "Bearer x"})
-                    json.loads(r.content)
-            t0 = time.perf_counter()
-            await asyncio.gather(*(one(b) for b in bodies))
-            return time.perf_counter() - t0
-    c0 = _cpu()
-    dt = asyncio.run(main())
-    return dt, _cpu() - c0
-
-
-def _timed(fn, timers: dict, name: str):
-    def wrapper(*a, **k):
-        t = time.perf_counter()
-        try:
-            return fn(*a, **k)
-        finally:
-            timers[name] = timers.get(name, 0.0) + time.perf_counter() - t
-    return wrapper
-
-
-def _atimed(fn, timers: dict, name: str):
-    async def wrapper(*a, **k):
-        t = time.perf_counter()
-        try:
-            return await fn(*a, **k)
-        finally:
-            timers[name] = timers.get(name, 0.0) + time.perf_counter() - t
-    return wrapper
-
-
-# where the event loop thread's CPU goes: first matching fragment of the function's file path
-CATEGORIES = [
-    ("SQLite checkpointer (langgraph.checkpoint, aiosqlite, sqlite3)",
-     ("langgraph/checkpoint", "aiosqlite", "sqlite3", "ormsgpack", "msgpack")),
-    ("graph steps (LangGraph, langchain_core)", ("langgraph", "langchain_core", "langsmith")),
-    ("uniqueness search (retrieval, bm25s, numpy)", ("/retrieval/", "bm25s", "numpy")),
-    ("our agents (agents/synth)", ("/agents/synth/",)),
-    ("our LLM layer (agents/session, client, cache, accounting, parsing)", ("/agents/",)),
-    ("HTTP client (openai, httpx, aiohttp, ssl, json)", ("openai", "httpx", "httpcore", "h11", "anyio", "aiohttp",
-                                                         "multidict", "yarl", "ssl", "json")),
-    ("pydantic", ("pydantic",)),
-    ("Parquet / Arrow writes", ("pyarrow", "/storage/")),
-    ("Prefect", ("prefect",)),
-    ("asyncio / uvloop event loop, selectors, sockets", ("asyncio", "uvloop", "selectors", "socket")),
-]
-
-
-def _category(filename: str) -> str | None:
-    f = filename.replace("\\", "/")
-    for name, frags in CATEGORIES:
-        if any(fr in f for fr in frags):
-            return name
-    return None if f == "~" else "other"
-
-
-def profile_breakdown(stats) -> list[tuple[str, float]]:
-    """Own CPU time per category; a C builtin's time goes to the category of its main caller."""
-    tot: dict[str, float] = defaultdict(float)
-    for (filename, _line, _func), (_cc, _nc, tt, _ct, callers) in stats.stats.items():
-        cat = _category(filename)
-        if cat is None:
-            main = max(callers.items(), key=lambda kv: kv[1][3], default=None)
-            cat = (_category(main[0][0]) if main else None) or "other"
-        tot[cat] += tt
-    return sorted(tot.items(), key=lambda kv: -kv[1])
-
-
-def profile_run(base: Path, work: Path, llm_cfg, n_conv: int, turns: int, conc: int, emb: str | None,
-                out: str | None = None, warm: bool = False) -> None:
-    """One run under cProfile with wall-time timers on the checkpointer, the search and the LLM layer."""
-    import cProfile
-    import pstats
-
-    from agents.session import LLMSession
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    timers: dict[str, float] = {}
-    patched = []
-    for cls, meths, label in ((AsyncSqliteSaver, ("aput", "aput_writes", "aget_tuple"), "checkpointer (wall, summed)"),
-                              (LLMSession, ("map", "run"), "LLM layer incl. 100 ms latency (wall, summed)")):
-        for m in meths:
-            orig = getattr(cls, m)
-            patched.append((cls, m, orig))
-            setattr(cls, m, _atimed(orig, timers, f"{label}: {m}"))
-    th0 = _thread_cpu()
-    prof = cProfile.Profile(time.thread_time)   # CPU of the event loop thread, not waits
-    try:
-        prof.enable()
-        r = one_run(base, work, llm_cfg, n_conv, turns, conc, "bm25", emb, timers=timers, warm=warm)
-        prof.disable()
-    finally:
-        for cls, m, orig in patched:
-            setattr(cls, m, orig)
-    th1 = _thread_cpu()
-    stats = pstats.Stats(prof)
-    if out:
-        stats.dump_stats(out)
-    total = sum(tt for (_c, _n, tt, _ct, _cl) in stats.stats.values())
-    print(f"\nprofile{' of the warm rerun' if warm else ''} at concurrency {conc} ({r['n']} conversations x {turns} turns, under cProfile: "
-          f"{r['dt']:.1f} s wall, {r['cpu']:.1f} s CPU of this process, {r['ok']} accepted turns)")
-    print(f"  event loop thread CPU by package (cProfile tottime, {total:.1f} s in all):")
-    for name, tt in profile_breakdown(stats):
-        print(f"    {tt:7.2f} s {tt / max(total, 1e-9):5.0%}  {name}")
-    print("  CPU by thread (/proc, seconds during the run):")
-    for name in sorted(th1, key=lambda n: -(th1[n] - th0.get(n, 0.0))):
-        d = th1[name] - th0.get(name, 0.0)
-        if d >= 0.05:
-            print(f"    {d:7.2f} s  {name}")
-    print("  wall time summed over concurrent calls:")
-    for name, v in sorted(timers.items()):
-        print(f"    {v:8.2f} s  {name}")
-    print("  top functions by own time:")
-    top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]
-    for (filename, line, func), (_cc, nc, tt, ct, _cl) in top:
-        short = "/".join(filename.replace("\\", "/").split("/")[-2:])
-        print(f"    {tt:6.2f} s {nc:>8} calls  {short}:{line} {func}")
 
 
 def main() -> None:
@@ -528,8 +316,10 @@ def main() -> None:
                          conc, args.flow_batch_sizes or sorted({16, conc}), args.latency_ms / 1000, args.dask_workers)
             if args.profile:
                 conc = max(args.concurrency)
-                profile_run(tiled, root / (f"c{conc}" if args.profile_warm else "profile"), ep.llm_config(max(conc * 8, 16)), args.conversations,
-                            args.turns, conc, emb, args.profile_out, args.profile_warm)
+                work, llm = root / (f"c{conc}" if args.profile_warm else "profile"), ep.llm_config(max(conc * 8, 16))
+                profile_run(lambda timers: one_run(tiled, work, llm, args.conversations, args.turns, conc, "bm25", emb,
+                                                   timers=timers, warm=args.profile_warm),
+                            args.turns, conc, args.profile_out, args.profile_warm)
         if not args.no_offline:
             n_off = min(args.conversations, 16)
             r = one_run(base, root / "offline", LLMConfig(backend="offline"), n_off, args.turns, 8, "hybrid", emb)
