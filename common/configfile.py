@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from common.errors import UserError
+from common.errors import UserError, require_file
 
 TOML_SUFFIXES = (".toml",)
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
@@ -46,8 +46,7 @@ def read_config_file(path: str | os.PathLike, *, what: str = "config file", sect
             or parsed, or does not hold a mapping.
     """
     p = Path(path)
-    if not p.is_file():
-        raise error(f"{what} {p} does not exist")
+    require_file(p, what, error)
     suffix = p.suffix.lower()
     if suffix not in TOML_SUFFIXES + YAML_SUFFIXES:
         raise error(f"{what} {p} must end in .toml, .yaml, .yml or .json")

@@ -88,3 +88,18 @@ def normalize_space(text: str | None) -> str:
 __all__ = ["ABSTENTION_EXTRA_STOPWORDS", "JUDGE_STOPWORDS", "SYNTHESIS_EXTRA_STOPWORDS", "TOKEN_PATTERN",
            "abstention_stopwords", "bm25_stopwords", "content_tokens", "normalize_space", "sentences",
            "synthesis_stopwords", "tokens"]
+
+
+# Characters that show nothing: besides the format (Cf: zero-width space/joiners, BOM, bidi marks),
+# control (Cc) and separator (Z*) categories, the combining grapheme joiner, variation selectors,
+# Hangul fillers and the blank braille pattern.
+_INVISIBLE_EXTRA = frozenset([0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, *range(0xFE00, 0xFE10),
+                              *range(0xE0100, 0xE01F0)])
+
+
+def visible(text: str) -> str:
+    """``text`` without its invisible characters (zero-width spaces, format and control
+    characters, white space, variation selectors ...): empty for a name that shows nothing."""
+    import unicodedata
+    return "".join(ch for ch in text if ord(ch) not in _INVISIBLE_EXTRA
+                   and unicodedata.category(ch)[0] not in "CZ")

@@ -26,6 +26,7 @@ from typing import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from common.text import visible
 from storage.records import Document, Rejected, hash_doc_id
 
 TEXT_EXTS = {".txt", ".md", ".markdown", ".text"}
@@ -254,6 +255,8 @@ def id_problem(doc_id: str) -> str | None:
     (whitespace-separated), BEIR TSVs and ``doc_id#n`` chunk ids."""
     if len(doc_id) > 512:
         return "is longer than 512 characters"
+    if not visible(doc_id):
+        return "is empty once invisible characters (zero-width spaces, format characters) are removed"
     m = _BAD_ID.search(doc_id)
     if m:
         ch = m.group()

@@ -17,7 +17,7 @@ import pyarrow as pa
 from corpus.chunk import Chunker
 from corpus.clean import clean_documents
 from corpus.dedup import Deduper
-from corpus.load import iter_corpus, unique_ids
+from corpus.load import CorpusError, iter_corpus, unique_ids
 from storage.records import Document, Rejected
 from storage.schemas import CHUNKS, DOCUMENTS, REJECTED, table_from_rows
 from storage.store import RunStore
@@ -128,6 +128,11 @@ def chunk(store: RunStore, cfg, progress: Progress | None = None, batch_docs: in
             n_chunks += len(chunks)
             n_chars += sum(len(c.text) for c in chunks)
     _replace_rejected(store, "chunk", rej_short + rej_dup)
+    if total and not n_chunks and rej_short and not rej_dup:
+        raise CorpusError(f"every chunk of the {total} documents is shorter than chunk.min_size="
+                          f"{chunker.min_size} ({cfg.chunk.mode}), so nothing is left to embed or cluster: lower "
+                          "chunk.min_size (mtr chunk --min-size N) or use longer documents (table `rejected`, "
+                          "reason chunk_too_short)")
     return {"documents": total, "chunks": n_chunks, "chunks_rejected": len(rej_short) + len(rej_dup),
             "chunk_duplicates": len(rej_dup),
             "mean_chars": round(n_chars / n_chunks, 1) if n_chunks else 0.0}

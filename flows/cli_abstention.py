@@ -16,7 +16,7 @@ from typing import Optional
 
 import typer
 
-from common.errors import UserError
+from common.errors import UserError, require_file
 
 
 def build_config(config: Optional[Path], overrides: dict):
@@ -134,8 +134,8 @@ def register(app: typer.Typer) -> None:
                                     "answer_check": answer_check or None, "negative_control_ceiling": ceiling,
                                     "review_n": review_n, "include_unanswerable_turns": include_unanswerable or None,
                                     "embedding_cache": str(embedding_cache) if embedding_cache else None})
-        if llm_config is not None and not llm_config.is_file():
-            raise UserError(f"LLM config {llm_config} does not exist")
+        if llm_config is not None:
+            require_file(llm_config, "LLM config")
         llm = LLMConfig.from_file(llm_config) if llm_config is not None else None
         out_dir = out or Path("mtr-runs") / new_run_id("abstention")
         try:

@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 import typer
 
-from common.errors import UserError
+from common.errors import UserError, require_file
 
 DEFAULT_SPLIT = {"topiocqa": "dev"}
 
@@ -165,12 +165,11 @@ def register(app: typer.Typer) -> None:
         cfg = audit_config(config_file, {"metrics": metric or None, "negatives": negatives, "n_negatives": n_negatives,
                                          "candidates": candidates, "reverse_pass": reverse or None,
                                          "positions": positions, "seed": seed, "sample": sample, "limit": limit})
-        if human is not None and not human.is_file():
-            raise UserError(f"human ratings file {human} does not exist")
+        if human is not None:
+            require_file(human, "human ratings file")
         llm = None
         if llm_config is not None:
-            if not llm_config.is_file():
-                raise UserError(f"LLM config {llm_config} does not exist")
+            require_file(llm_config, "LLM config")
             try:
                 llm = LLMConfig.from_file(llm_config)
             except LLMConfigError as exc:
@@ -212,8 +211,7 @@ def register(app: typer.Typer) -> None:
         from evaluation.audit import human_agreement_from_run
         from evaluation.audit.human import HumanRatingsError
         from flows.cli_common import print_table
-        if not ratings.is_file():
-            raise UserError(f"human ratings file {ratings} does not exist")
+        require_file(ratings, "human ratings file")
         try:
             rows = human_agreement_from_run(run_dir, ratings)
         except HumanRatingsError as exc:
@@ -240,8 +238,7 @@ def register(app: typer.Typer) -> None:
         from evaluation.audit.missing_check import check_run
         from flows.cli_common import console, print_table
         for c in checks:
-            if not c.is_file():
-                raise UserError(f"human checks file {c} does not exist")
+            require_file(c, "human checks file")
         res = check_run(run_dir, checks, qrels_dir)
         s = res.summary
         print_table("Candidate missing positives checked by people", ["measure", "value"], [

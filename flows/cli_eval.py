@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from common.errors import UserError
+from common.errors import UserError, require_file
 
 
 def _print_summary(summary) -> None:
@@ -66,8 +66,7 @@ def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, me
     if qrels is None:
         raise UserError("--run needs --qrels QRELS.tsv (the relevance judgments to score against)")
     for label, path in (("run", run), ("qrels", qrels)):
-        if not path.is_file():
-            raise UserError(f"{label} file {path} does not exist")
+        require_file(path, f"{label} file")
     try:
         summary = score_run_files(run, qrels, metrics=metrics or _default_metrics(),
                                   ks=ks or _default_ks(), missing=missing, per_query_out=per_query)

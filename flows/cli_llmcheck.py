@@ -19,7 +19,7 @@ from typing import Optional
 
 import typer
 
-from common.errors import UserError
+from common.errors import UserError, require_file
 
 _EXPLAIN = {"yes": "yes", "ignored": "ignored (accepted, not applied)", "rejected": "no (request rejected)",
             "error": "error (HTTP 5xx)", "unknown": "unknown"}
@@ -71,8 +71,7 @@ def register(app: typer.Typer) -> None:
         from agents.capabilities import probe_endpoint
         from agents.config import LLMConfig
         from flows.cli_common import console
-        if not llm_config.is_file():
-            raise UserError(f"LLM config {llm_config} does not exist")
+        require_file(llm_config, "LLM config")
         cfg = LLMConfig.from_file(llm_config)
         if not cfg.endpoints:
             raise UserError(f"LLM config {llm_config} has no endpoints to check")

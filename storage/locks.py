@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from common.errors import require_visible
 from storage.store import RunStore, StoreError
 
 LOCK_NAME = ".lock"
@@ -60,6 +61,7 @@ def _holder_pid(fd: int) -> int | None:
 
 def _make_run_dir(path: Path) -> bool:
     """Create ``path`` (and parents); True when this call created it."""
+    require_visible(path.name, "run id")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.mkdir()

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from common.errors import require_visible
 from storage.schemas import SCHEMAS
 
 try:
@@ -128,6 +129,7 @@ class RunStore:
             raise StoreError(f"invalid table name {name!r}")
 
     def ensure(self) -> "RunStore":
+        require_visible(self.run_id, "run id")
         try:
             self.fs.create_dir(self._root, recursive=True)
         except OSError as exc:   # unwritable runs root, a path component that is a file, read-only fs

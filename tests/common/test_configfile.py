@@ -52,7 +52,7 @@ def test_failures_are_one_sentence_user_errors(tmp_path, name, text, message):
 
 
 def test_a_directory_is_not_a_config_file(tmp_path):
-    with pytest.raises(UserError, match="does not exist"):
+    with pytest.raises(UserError, match="is a directory, not a file"):
         read_config_file(tmp_path)
 
 
