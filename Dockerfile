@@ -33,6 +33,7 @@ COPY common/ common/
 COPY flows/ flows/
 COPY agents/ agents/
 COPY clustering/ clustering/
+COPY embedding/ embedding/
 COPY corpus/ corpus/
 COPY storage/ storage/
 COPY retrieval/ retrieval/

@@ -8,16 +8,17 @@ Two families:
 * :class:`agents.results.LLMFailure` *values* for a single item that could not be answered
   (invalid output after the repair retry, refusal, retries exhausted). A failure is never
   replaced by an empty string or a placeholder.
+
+:mod:`agents.results` imports this module (its values raise these errors), so this module does
+not import it back: the failure and partial-batch values some errors carry are typed ``Any``
+here and documented on each attribute.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents.secrets import scrub
 from common.errors import UserError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from agents.results import BatchResult, LLMFailure
 
 
 class LLMError(Exception):
@@ -56,7 +57,7 @@ class BudgetExceeded(LLMError, UserError):
             (completed items kept, unstarted items as explicit ``not_started`` failures).
     """
 
-    def __init__(self, reason: str, partial: "BatchResult | None" = None) -> None:
+    def __init__(self, reason: str, partial: Any = None) -> None:   # agents.results.BatchResult | None
         self.reason = scrub(reason)
         self.partial = partial
         super().__init__(f"LLM budget exceeded: {reason}")
@@ -64,17 +65,22 @@ class BudgetExceeded(LLMError, UserError):
 
 class LLMFatalError(LLMError):
     """A non-retryable error that would repeat for every call (authentication, permission,
-    unknown model/route). The batch is cancelled."""
+    unknown model/route). The batch is cancelled.
 
-    def __init__(self, message: str, failure: "LLMFailure | None" = None) -> None:
+    Attributes:
+        failure: the :class:`~agents.results.LLMFailure` of the call, or None.
+    """
+
+    def __init__(self, message: str, failure: Any = None) -> None:   # agents.results.LLMFailure | None
         self.failure = failure
         super().__init__(message)
 
 
 class LLMCallFailed(LLMError):
-    """Raised by :meth:`StepResult.unwrap` when the result holds a failure."""
+    """Raised by :meth:`StepResult.unwrap` when the result holds a failure (``failure``: its
+    :class:`~agents.results.LLMFailure`)."""
 
-    def __init__(self, failure: "LLMFailure") -> None:
+    def __init__(self, failure: Any) -> None:   # agents.results.LLMFailure
         self.failure = failure
         super().__init__(f"{failure.step or 'llm call'} failed ({failure.kind}): {failure.message}")
 

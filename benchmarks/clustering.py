@@ -21,7 +21,7 @@ N <= 50k), wall and CPU seconds of both.
 
 ``--corpus PATH [PATH ...]``: the same comparisons on real MiniLM vectors. The corpora (files
 or folders the curate stage reads) go through the project's own stages into a scratch run
-(``corpus.stages.curate`` and ``chunk``, ``clustering.stages.embed`` with its
+(``corpus.stages.curate`` and ``chunk``, ``embedding.stage.embed`` with its
 ``EmbeddingCache`` in ``--embed-cache-dir``, so a rerun encodes nothing), config
 ``--corpus-config`` (default ``benchmarks/realism_mtrag.toml``: passages kept as they are).
 On those vectors the approximate path is forced (FAISS IVF whatever N, at the config's
@@ -186,7 +186,7 @@ def seed_cache(dest: Path, sources: list[str]) -> int:
     sys.path.insert(0, str(ROOT))
     import pyarrow.parquet as pq
 
-    from clustering.embed import EmbeddingCache
+    from embedding.store import EmbeddingCache
     cache = EmbeddingCache(dest)
     copied: dict[str, list[Path]] = {}
     for src in sources:
@@ -207,9 +207,9 @@ def seed_cache(dest: Path, sources: list[str]) -> int:
 def real_vectors(paths: list[str], work: Path, config: str, cache_dir: Path) -> tuple:
     """(config, N x d vectors, stage seconds) of the corpora through curate -> chunk -> embed."""
     sys.path.insert(0, str(ROOT))
-    import clustering.stages as cst
     import corpus.stages as st
-    from clustering.stages import read_embeddings
+    import embedding.stage as est
+    from embedding.vectors import read_embeddings
     from flows.config import load_config
     from storage.store import RunStore
     if len(paths) == 1:
@@ -235,7 +235,7 @@ def real_vectors(paths: list[str], work: Path, config: str, cache_dir: Path) -> 
         ch = st.chunk(store, cfg)
     secs["chunk_s"] = t.wall
     with Timer() as t:
-        em = cst.embed(store, cfg)
+        em = est.embed(store, cfg)
     secs.update(embed_s=t.wall, embed_cpu=t.cpu, newly_embedded=em["newly_embedded"], from_cache=em["from_cache"],
                 model=em["model"], documents=cur["documents"], chunks=ch["chunks"])
     _, x = read_embeddings(store)

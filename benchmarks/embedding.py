@@ -25,7 +25,8 @@ def main() -> None:
     args = ap.parse_args()
     import random
 
-    from clustering.embed import EmbeddingCache, embed_with_cache, load_encoder
+    from embedding.encoder import load_encoder
+    from embedding.store import EmbeddingCache, embed_with_cache
     from storage.records import content_hash
 
     rng = random.Random(0)

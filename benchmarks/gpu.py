@@ -4,7 +4,7 @@ Run on a machine where torch sees CUDA (the figures in the README came from a le
 each printed as it finishes and appended as one JSON object per line to ``--out``:
 
 * **embed**: the MTRAG Cloud + ClapNQ pool passages (``tests/data/mtrag/corpus``, repeated
-  ``--embed-repeat`` times) through ``clustering.embed.encode`` on ``cuda`` at the device's
+  ``--embed-repeat`` times) through ``embedding.encoder.encode`` on ``cuda`` at the device's
   default batch size (``batch_size_for('cuda')``) and at ``--embed-batch`` sizes, passages/s; the
   peer is the same function on the same machine's CPU (batch 64, ``--embed-cpu-texts``
   passages, all its cores), and the GPU vectors of those passages are compared with the CPU ones
@@ -88,7 +88,7 @@ def embed_part(a, out) -> None:
     import numpy as np
     import torch
 
-    from clustering import embed as emb
+    from embedding import encoder as emb
     model = a.model
     if a.random_init:
         model = random_init_model(a.random_init, Path(a.work) / "random-init-model")

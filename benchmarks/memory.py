@@ -82,9 +82,9 @@ def _qt(mode, messages, rewrites):
 
 def child(stage: str, run_dir: str, corpus: str) -> None:
     """One stage in this (fresh) process; prints a JSON line with the figures."""
-    import clustering.embed as emb
-    import clustering.stages as cst
     import corpus.stages as st
+    import embedding.encoder as emb
+    import embedding.stage as est
     from flows.config import load_config
     from storage.exports import export_benchmark
     from storage.schemas import SCHEMAS, table_from_rows
@@ -101,7 +101,7 @@ def child(stage: str, run_dir: str, corpus: str) -> None:
     elif stage == "chunk":
         summary = st.chunk(store, cfg)
     elif stage == "embed":
-        summary = cst.embed(store, cfg)
+        summary = est.embed(store, cfg)
     else:
         ids = store.read_table("chunks", columns=["chunk_id"]).column(0).slice(0, 64).to_pylist()
 

@@ -30,7 +30,8 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
     from agents.config import LLMConfig
     from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
     from clustering import stages as cst
-    from clustering.stages import default_cache_dir
+    from embedding import stage as est
+    from embedding.stage import default_cache_dir
     from corpus import stages as st
     from flows.config import load_config
     from storage.store import RunStore
@@ -40,7 +41,7 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
     if not store.has_table("clusters"):
         st.curate(store, corpus, cfg)
         st.chunk(store, cfg)
-        cst.embed(store, cfg)
+        est.embed(store, cfg)
         cst.cluster(store, cfg)
         print(f"spine: {time.perf_counter() - t0:.0f} s", flush=True)
     clusters, cvecs, chunks = load_plan_inputs(store)

@@ -105,7 +105,7 @@ def case(system: str, n_docs: int, n_queries: int, args: dict) -> dict:
         out["query_s"] = best_of(args["repeat"], lambda: exact_topk(q, corpus, K, rank))
         out["n_queries"] = n_queries
         if args.get("encode"):
-            from clustering.embed import encode, load_encoder
+            from embedding.encoder import encode, load_encoder
             load_encoder()
             docs, _ = synth_corpus(args["encode"], 0, seed=3)
             t = time.perf_counter()

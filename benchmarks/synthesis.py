@@ -54,6 +54,7 @@ from benchmarks.synthesis_replay import RecordRequests, bare_replay, raw_replay 
 def build_spine(root: Path, embed_cache: str | None) -> tuple[Path, object]:
     from clustering import stages as cst
     from corpus import stages as st
+    from embedding import stage as est
     from flows.config import load_config
     from storage.store import RunStore
     cfg = load_config(ROOT / "examples" / "demo.toml",
@@ -61,7 +62,7 @@ def build_spine(root: Path, embed_cache: str | None) -> tuple[Path, object]:
     store = RunStore(str(root / "base")).ensure()
     st.curate(store, str(ROOT / "examples" / "wiki"), cfg)
     st.chunk(store, cfg)
-    cst.embed(store, cfg)
+    est.embed(store, cfg)
     cst.cluster(store, cfg)
     return Path(store.path), cfg
 

@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from embedding.encoder import load_encoder
 from storage.records import Chunk, Document, Rejected
 
 REFERENCE_SEPARATORS = ["\n\n", "\n", ".", "!", "?", ",", " ", "\u200b", "\uff0c", "\u3001", "\uff0e", "\u3002", ""]
@@ -64,7 +65,6 @@ def _splitter(cfg: ChunkConfig):
         size = cfg.max_size or 2048
         return RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=cfg.overlap, separators=cfg.separators,
                                               keep_separator="end", length_function=len, strip_whitespace=True), size, len
-    from clustering.embed import load_encoder
     enc = load_encoder(cfg.model)
     tok = enc.tokenizer
     size = cfg.max_size or (int(enc.max_seq_length) - 2)

@@ -12,6 +12,9 @@ names one of the passages it was shown, the answerer quotes it, the verifier acc
 ``agents/testing/fake_roles.py``), so ``mtr synthesize --llm-config`` against it completes;
 other JSON-schema requests get an object built from the schema. It honours logprobs and
 reports usage; see ``agents/testing/fake_server.py`` for the scripting API used by the tests.
+
+No shipped module imports the test doubles of ``agents/testing``: the fake server is found
+through its entry point (``roles`` in the group ``mtr.fake_llm``, declared in pyproject.toml).
 """
 from __future__ import annotations
 
@@ -20,6 +23,19 @@ from pathlib import Path
 import typer
 
 from common.errors import UserError
+
+FAKE_LLM_GROUP = "mtr.fake_llm"
+
+
+def fake_llm_server(name: str = "roles"):
+    """The ``serve(host, port, **options)`` function registered as entry point ``name`` of the group
+    ``mtr.fake_llm``; a :class:`UserError` saying how to register it when it is not installed."""
+    from importlib.metadata import entry_points
+    found = entry_points(group=FAKE_LLM_GROUP, name=name)
+    if not found:
+        raise UserError(f"the fake LLM server is not installed (no entry point {name!r} in the group "
+                        f"{FAKE_LLM_GROUP!r}); reinstall MTR-Suite from its source tree: pip install -e .")
+    return next(iter(found)).load()
 
 
 def register(app: typer.Typer) -> None:
@@ -32,14 +48,12 @@ def register(app: typer.Typer) -> None:
         logprobs: str = typer.Option("honour", help="honour | reject (HTTP 400) | ignore logprob requests."),
     ) -> None:
         """Run a fake OpenAI-compatible LLM server until Ctrl-C (no endpoint or key needed)."""
-        from agents.testing.fake_roles import RoleScriptedServer
-        from agents.testing.fake_server import serve
         for name, value in (("--json-schema", json_schema), ("--logprobs", logprobs)):
             if value not in ("honour", "reject", "ignore"):
                 raise UserError(f"{name} must be honour, reject or ignore (got {value!r})")
+        serve = fake_llm_server()
         try:
-            serve(host, port, latency=latency_ms / 1000.0, json_schema=json_schema,  # type: ignore[arg-type]
-                  logprobs=logprobs, server_class=RoleScriptedServer)  # type: ignore[arg-type]
+            serve(host, port, latency=latency_ms / 1000.0, json_schema=json_schema, logprobs=logprobs)
         except OSError as exc:
             raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 

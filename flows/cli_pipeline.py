@@ -9,6 +9,7 @@ import typer
 from flows.cli_common import console, print_table, progress_bars, resolve_run
 from flows.config import MTRConfig, load_config
 from common.errors import UserError
+from embedding.encoder import EmbeddingError
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -33,7 +34,6 @@ def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path
     from storage.locks import claim_run
     from storage.store import StoreError
     from corpus.load import CorpusError
-    from clustering.embed import EmbeddingError
     expected = (UserError, StoreError, CorpusError, EmbeddingError, ValueError)
     try:
         preflight(str(run_dir), stages, input_path)   # before the run directory is created or locked

@@ -1,7 +1,7 @@
 """Prefect flows for the corpus spine: curate -> chunk -> embed -> cluster.
 
 Orchestration only: every task calls a plain stage function (``corpus.stages``,
-``clustering.stages``). Tasks are cached on (stage, run dir, the stage's config, the
+``embedding.stage``, ``clustering.stages``). Tasks are cached on (stage, run dir, the stage's config, the
 content hash of its input table, the stage code version), never on the flow-run id, and
 results persist under ``<run>/cache/prefect``, so re-running an unchanged stage is a cache
 hit. Flows need no server (ephemeral mode) and appear in the UI when PREFECT_API_URL is set.
@@ -27,19 +27,23 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
-import clustering.stages as cstages
-import corpus.chunk
-import corpus.clean
-import corpus.dedup
-import corpus.load
-import corpus.stages as stages
 import clustering.greedy
 import clustering.knn
 import clustering.knn.exact
 import clustering.knn.gpu
 import clustering.knn.ivf
+import clustering.stages as cstages
 import clustering.topics
-import clustering.embed
+import corpus.chunk
+import corpus.clean
+import corpus.dedup
+import corpus.load
+import corpus.stages as stages
+import embedding.encoder
+import embedding.index
+import embedding.stage as estages
+import embedding.store
+import embedding.vectors
 from flows.config import MTRConfig
 from flows.prefect_env import prefect_run_settings, slug
 from flows.progress import report
@@ -49,8 +53,8 @@ STAGES = ("curate", "chunk", "embed", "cluster")
 _CODE = {
     "curate": (corpus.load, corpus.clean, corpus.dedup, stages),
     "chunk": (corpus.chunk, corpus.dedup, stages),
-    "embed": (clustering.embed, cstages),
-    "cluster": (clustering.knn, clustering.knn.exact, clustering.knn.ivf, clustering.knn.gpu, clustering.greedy, clustering.topics, cstages),
+    "embed": (embedding.encoder, embedding.index, embedding.store, estages),
+    "cluster": (clustering.knn, clustering.knn.exact, clustering.knn.ivf, clustering.knn.gpu, clustering.greedy, clustering.topics, cstages, embedding.vectors),
 }
 _SECTIONS = {"curate": ("load", "clean", "dedup"), "chunk": ("chunk", "chunk_dedup", "dedup"),
              "embed": ("embed",), "cluster": ("cluster", "topics")}
@@ -104,7 +108,7 @@ def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = 
     elif stage == "chunk":
         summary = stages.chunk(store, cfg, progress=report)
     elif stage == "embed":
-        summary = cstages.embed(store, cfg, progress=report)
+        summary = estages.embed(store, cfg, progress=report)
         if batched_new:  # vectors encoded by this run's embed-batch tasks, gathered here from the cache
             summary["newly_embedded"] += batched_new
             summary["from_cache"] -= batched_new
@@ -146,7 +150,7 @@ def _batch_name() -> str:
 @task(name="embed-batch", cache_policy=NO_CACHE, retries=1, task_run_name=_batch_name, tags=["mtr", "stage:embed"])
 def embed_batch_task(run_dir: str, config: dict, texts: list[str], index: int):
     """Encode one batch of texts on whichever worker runs it; the vectors come back to the flow."""
-    return cstages.embed_batch(texts, MTRConfig.model_validate(config))
+    return estages.embed_batch(texts, MTRConfig.model_validate(config))
 
 
 def task_runner_for(cfg: MTRConfig):
@@ -207,7 +211,7 @@ def embed_in_batches(run_dir: str, config: dict) -> int:
     """Encode the chunks missing from the embedding cache as parallel tasks; returns how many were encoded."""
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
-    batches = cstages.embed_plan(store, cfg, cfg.scale.embed_batch_chunks)
+    batches = estages.embed_plan(store, cfg, cfg.scale.embed_batch_chunks)
     if not batches:
         return 0
     total = sum(len(b["hashes"]) for b in batches)
@@ -216,7 +220,7 @@ def embed_in_batches(run_dir: str, config: dict) -> int:
         futures = [embed_batch_task.submit(run_dir=run_dir, config=config, texts=b["texts"], index=i)
                    for i, b in enumerate(batches)]
     for b, fut in zip(batches, futures):
-        cstages.embed_store_batch(store, cfg, b["hashes"], fut.result())
+        estages.embed_store_batch(store, cfg, b["hashes"], fut.result())
         report("embed-batches", len(b["hashes"]), total)
     return total
 

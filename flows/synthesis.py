@@ -33,6 +33,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
+from embedding.stage import default_cache_dir
 from flows.config import MTRConfig
 from flows.prefect_env import prefect_run_settings, slug
 from flows.progress import report
@@ -50,7 +51,6 @@ def llm_config_for(cfg: MTRConfig):
 
 def _searcher(store: RunStore, corpus: dict, cfg: MTRConfig, corpus_sha: str):
     from agents.synth.run import corpus_searcher
-    from clustering.stages import default_cache_dir
     return corpus_searcher(store, corpus, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)),
                            corpus_sha=corpus_sha)
 

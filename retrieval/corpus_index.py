@@ -37,6 +37,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from embedding.encoder import model_id
+
 from .base import RetrievalError, Retriever
 
 FORMAT = 1
@@ -128,8 +130,6 @@ def persisted_retriever(kind: str, directory: str | os.PathLike, corpus_key: str
         cache_dir: the embedding cache (query vectors; corpus vectors when ``vectors`` is None).
         fusion: ``weights``, ``depth``, ``rrf_k`` of ``hybrid`` / ``rrf``.
     """
-    from clustering.embed import model_id
-
     from .bm25 import BM25Retriever
     from .dense import DenseRetriever
     from .registry import RETRIEVERS, indexed_retriever

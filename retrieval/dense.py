@@ -1,7 +1,7 @@
 """Dense retrieval: any sentence-transformers model, normalised cosine, exact blocked search.
 
-Embeddings come from :mod:`clustering.embed` (default model: the bundled MiniLM, offline)
-and are reused from an :class:`~clustering.embed.EmbeddingCache` keyed by
+Embeddings come from :mod:`embedding.encoder` (default model: the bundled MiniLM, offline)
+and are reused from an :class:`~embedding.store.EmbeddingCache` keyed by
 ``(model id, sha256 of the encoded text)``, so a passage is never encoded twice across runs.
 
 Search is exact: queries x corpus inner products of unit vectors (= cosine), computed in
@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from common.types import Run
+from embedding.encoder import model_id
 
 from .base import Doc, RetrievalError, check_docs, check_k, check_queries, id_ranks, trec_sort
 
@@ -109,7 +110,7 @@ class DenseRetriever:
     """Bi-encoder retriever over normalised sentence-transformers embeddings.
 
     Args:
-        model: model name / local path (``None`` = bundled MiniLM, see ``clustering.embed``).
+        model: model name / local path (``None`` = bundled MiniLM, see ``embedding.encoder``).
         cache_dir: an ``EmbeddingCache`` folder (or instance) for corpus and query vectors;
             ``None`` = no cache.
         batch_size: encoding batch size.
@@ -124,7 +125,7 @@ class DenseRetriever:
     def __init__(self, model: str | None = None, cache_dir=None, batch_size: int = 64,
                  query_prefix: str = "", doc_prefix: str = "", cache_queries: bool = True,
                  max_block_bytes: int = 64 << 20, use_faiss: bool = False):
-        from clustering.embed import EmbeddingCache
+        from embedding.store import EmbeddingCache   # costly: pyarrow, only when the retriever is built
         if use_faiss and not faiss_available():
             raise RetrievalError("use_faiss=True but FAISS is not installed (pip install faiss-cpu)")
         self.model = model
@@ -144,14 +145,13 @@ class DenseRetriever:
         self.n_encoded = 0  # corpus texts actually encoded by the last index() (rest came from the cache)
 
     def describe(self) -> dict:
-        from clustering.embed import model_id
         return {"retriever": self.name, "model": model_id(self.model), "query_prefix": self.query_prefix,
                 "doc_prefix": self.doc_prefix, "backend": "faiss" if self.use_faiss else "exact-numpy",
                 "n_docs": len(self.doc_ids), "n_encoded": self.n_encoded}
 
     # -- encoding ------------------------------------------------------------------------
     def _embed(self, texts: list[str], use_cache: bool) -> tuple[np.ndarray, int]:
-        from clustering.embed import embed_with_cache
+        from embedding.store import embed_with_cache   # costly: pyarrow
         hashes = [_content_hash(t) for t in texts]
         return embed_with_cache(texts, hashes, self.cache if use_cache else None, model=self.model,
                                 batch_size=self.batch_size)
@@ -225,7 +225,6 @@ class DenseRetriever:
     # -- persistence ---------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
         """Write the doc ids, the vectors (``.npy``) and the settings to ``path``."""
-        from clustering.embed import model_id
         self._check_indexed()
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from common.text import TOKEN_PATTERN
+from embedding.encoder import max_seq_length, tokenizer
 
 MODES = ("last_turn", "all_user_turns", "full_history", "rewrite")
 _ROLES = {"user": "user", "assistant": "assistant", "agent": "assistant"}
@@ -165,7 +166,6 @@ class QueryBuilder:
     @classmethod
     def for_encoder(cls, mode: str, model: str | None = None, **kwargs) -> "QueryBuilder":
         """A builder whose budget is the dense encoder's input limit (its own tokenizer)."""
-        from clustering.embed import max_seq_length, tokenizer
         tok = tokenizer(model)
         budget = max_seq_length(model) - tok.num_special_tokens_to_add(pair=False)
         return cls(mode=mode, tokenizer=tok, max_tokens=budget, **kwargs)

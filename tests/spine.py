@@ -11,12 +11,13 @@ def build_example_spine(root: Path, emb_cache: Path):
     """Build the spine under ``root / "base"``; returns ``(run_path, config)``."""
     from clustering import stages as cst
     from corpus import stages as st
+    from embedding import stage as est
     from flows.config import load_config
     from storage.store import RunStore
     cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(root), "embed.cache_dir": str(emb_cache)})
     store = RunStore(str(root / "base")).ensure()
     st.curate(store, str(EXAMPLES / "wiki"), cfg)
     st.chunk(store, cfg)
-    cst.embed(store, cfg)
+    est.embed(store, cfg)
     cst.cluster(store, cfg)
     return Path(store.path), cfg

@@ -29,6 +29,8 @@ from agents.synth.config import SynthConfig
 from agents.synth.graph import GraphContext, build_graph
 from agents.synth.turn import once_per_corpus
 from common.aio import run as aio_run
+from embedding.encoder import model_id
+from embedding.vectors import read_embeddings, vectors_of
 from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
 
@@ -109,7 +111,6 @@ def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray]
 
 
 def load_plan_inputs(store: RunStore) -> tuple[list[dict], dict[int, np.ndarray], dict[str, dict]]:
-    from clustering.stages import read_embeddings
     clusters = store.read_table("clusters").to_pylist()
     ids, vecs = read_embeddings(store)
     index = {cid: i for i, cid in enumerate(ids)}
@@ -153,8 +154,6 @@ def run_vectors(store: RunStore, ids: list[str], corpus: dict[str, dict], model:
     """The run's chunk embeddings in ``ids`` order when they are ``model``'s vectors of exactly
     these texts (model id and content hash of every chunk match), else None (then the dense
     index encodes through the embedding cache, as before)."""
-    from clustering.embed import model_id
-    from clustering.stages import vectors_of
     from storage.records import content_hash
     if not store.has_table("embeddings"):
         return None

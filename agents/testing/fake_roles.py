@@ -22,7 +22,7 @@ from agents.synth.humanizer import Humanizer
 from agents.synth.questioner import Questioner
 from agents.synth.uniqueness import UniquenessJudge
 from agents.synth.verifier import Verifier
-from agents.testing.fake_server import FakeLLMServer, schema_name
+from agents.testing.fake_server import FakeLLMServer, schema_name, serve
 
 # output schema name -> role (the session names the response schema after the step's output model)
 ROLE_BY_SCHEMA = {step.output_model.__name__: step.name
@@ -96,6 +96,14 @@ class RoleScriptedServer(FakeLLMServer):
             last = user.split("Last user question: ", 1)[-1].split("\n", 1)[0]
             return json.dumps({"text": last.lower().replace("what is said about", "whats up with")})
         return super()._auto_content(body, prompt_text)
+
+
+def serve_roles(host: str, port: int, **options: Any) -> None:
+    """``mtr fake-llm``: :func:`~agents.testing.fake_server.serve` a :class:`RoleScriptedServer` until
+    Ctrl-C (``options``: ``latency``, ``json_schema``, ``logprobs``, ``out``). Registered as the entry
+    point ``roles`` of the group ``mtr.fake_llm`` (pyproject.toml): the CLI finds it there and never
+    imports this package."""
+    serve(host, port, server_class=RoleScriptedServer, **options)
 
 
 def fake_llm_config(server: FakeLLMServer, endpoint_concurrency: int = 8, **kw: Any):

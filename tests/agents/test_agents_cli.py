@@ -91,3 +91,21 @@ def test_schema_instances_are_deterministic_and_valid():
     assert value == {"kind": "a", "inner": inner, "maybe": None, "count": 3, "ok": True, "items": [inner]}
     assert Outer.model_validate(value).count == 3
     assert value_from_schema(Inner.model_json_schema()) == {"tags": ["fake tags"], "score": 0.5}
+
+
+def test_the_cli_finds_the_fake_server_through_its_entry_point():
+    """No shipped module imports ``agents/testing``: ``mtr fake-llm`` loads it as the entry point
+    ``roles`` of the group ``mtr.fake_llm`` (pyproject.toml)."""
+    from agents.testing.fake_roles import serve_roles
+    from flows.cli_llm import fake_llm_server
+    assert fake_llm_server() is serve_roles
+
+
+def test_mtr_fake_llm_without_its_entry_point_is_one_clear_error(monkeypatch):
+    import importlib.metadata
+
+    from common.errors import UserError
+    from flows.cli_llm import fake_llm_server
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda **kw: ())
+    with pytest.raises(UserError, match=r"fake LLM server is not installed .*'mtr\.fake_llm'.*pip install -e \."):
+        fake_llm_server()

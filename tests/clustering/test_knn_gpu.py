@@ -31,8 +31,3 @@ def test_build_knn_auto_takes_the_gpu_above_exact_max():
     assert g.method == "gpu-exact" and g.params["backend"] in ("torch", "faiss")
     ref, _ = knn(x, k=10)
     assert np.mean([len(set(a) & set(b)) / 10 for a, b in zip(g.neighbors.tolist(), ref.tolist())]) > 0.999
-
-
-def test_embed_auto_device_is_cuda():
-    from clustering.embed import batch_size_for, resolve_device
-    assert resolve_device("auto") == "cuda" and batch_size_for("cuda") == 256

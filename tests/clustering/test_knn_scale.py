@@ -1,11 +1,9 @@
-"""Approximate (FAISS IVF) kNN, persistence of the graph, zero-copy vector reads."""
+"""Approximate (FAISS IVF) kNN, persistence of the graph."""
 import numpy as np
-import pyarrow as pa
 import pytest
 
 from clustering.greedy import greedy_clusters
 from clustering.knn import build_knn, ivf_knn, knn, load_knn, save_knn
-from clustering.stages import vectors_of
 
 
 def _blobs(n, d=32, centers=40, noise=0.5, seed=0):
@@ -125,17 +123,6 @@ def test_cuda_requested_without_gpu_is_an_error():
         pytest.skip("a GPU is visible")
     with pytest.raises(RuntimeError, match="no GPU"):
         build_knn(_blobs(50), k=5, device="cuda")
-
-
-def test_vectors_of_is_zero_copy_for_one_chunk_and_correct_for_many():
-    x = _blobs(100, d=8)
-    col = pa.FixedSizeListArray.from_arrays(pa.array(x.ravel(), pa.float32()), 8)
-    v = vectors_of(pa.chunked_array([col]))
-    assert np.array_equal(v, x)
-    assert v.__array_interface__["data"][0] == col.values.buffers()[1].address     # no copy
-    many = pa.chunked_array([col.slice(0, 30), col.slice(30, 70)])
-    assert np.array_equal(vectors_of(many), x)
-    assert np.array_equal(vectors_of(col.slice(10, 5)), x[10:15])
 
 
 def test_ivf_graph_of_an_earlier_search_is_not_reused(tmp_path):

@@ -46,7 +46,7 @@ def test_default_sizes_are_reference():
 
 
 def test_token_mode_fits_encoder():
-    from clustering.embed import tokenizer
+    from embedding.encoder import tokenizer
     text = "\n\n".join(f"Paragraph {i}: " + "tokens and more tokens " * 30 for i in range(6))
     chunks, _ = chunk_documents([Document("d", "", text, "s")], ChunkConfig(mode="tokens", min_size=0))
     tok = tokenizer()

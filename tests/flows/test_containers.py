@@ -97,6 +97,21 @@ def test_dockerfile_copies_every_package_and_starts_a_process_worker():
         assert pools == {"mtr-local"}
 
 
+def test_every_checked_package_is_installed_and_copied():
+    """The packages of the import contracts (.importlinter) are the project's: pyproject installs each and the
+    image copies each (a new floor such as ``embedding/`` needs both)."""
+    import configparser
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / ".importlinter")
+    roots = set(cfg["importlinter"]["root_packages"].split())
+    include = {p.rstrip("*") for p in _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]}
+    lines = (ROOT / "Dockerfile").read_text().splitlines()
+    copied = {w.rstrip("/") for line in lines if line.startswith("COPY ") for w in line.split()[1:-1]}
+    on_disk = {p.parent.name for p in ROOT.glob("*/__init__.py")} - {"tests", "benchmarks"}
+    assert roots == on_disk == include, (roots ^ on_disk, on_disk ^ include)
+    assert roots <= copied, roots - copied
+
+
 def test_compose_services_and_no_literal_secrets():
     text = (ROOT / "deploy" / "compose.yaml").read_text()
     data = yaml.safe_load(text)

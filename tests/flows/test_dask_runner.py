@@ -2,7 +2,7 @@
 
 The Dask run gets its own empty embedding cache, so every vector really is encoded by the
 parallel ``embed-batch`` tasks on a 2-process LocalCluster. ``embed_batch_chunks`` is a
-multiple of ``8 * embed.batch_size`` (see ``clustering.stages.embed_plan``), so the vectors
+multiple of ``8 * embed.batch_size`` (see ``embedding.stage.embed_plan``), so the vectors
 are expected bit-identical; the assertion allows 1e-6.
 """
 import os
@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("prefect_dask")
 
-from clustering.stages import read_embeddings  # noqa: E402
+from embedding.vectors import read_embeddings  # noqa: E402
 from flows.config import load_config  # noqa: E402
 from flows.pipeline import run_spine  # noqa: E402
 from storage.store import RunStore  # noqa: E402
@@ -57,8 +57,8 @@ def one_torch_thread():
 
 def test_batched_embedding_matches_single_process(tmp_path, one_torch_thread):
     """The plain functions behind the embed-batch tasks (no Dask): same vectors, bit for bit."""
-    import clustering.stages as cluster_stages
     import corpus.stages as corpus_stages
+    import embedding.stage as embed_stages
     import pyarrow.compute as pc
     cfg = load_config(EXAMPLES / "demo.toml", {"runs_root": str(tmp_path), "embed.batch_size": 4})
     src = RunStore(str(tmp_path / "src"))
@@ -73,13 +73,13 @@ def test_batched_embedding_matches_single_process(tmp_path, one_torch_thread):
     batched.write_table("chunks", chunks)
     cfg_one = cfg.model_copy(update={"embed": cfg.embed.model_copy(update={"cache_dir": str(tmp_path / "e1")})})
     cfg_b = cfg.model_copy(update={"embed": cfg.embed.model_copy(update={"cache_dir": str(tmp_path / "e2")})})
-    s_one = cluster_stages.embed(one, cfg_one)
-    batches = cluster_stages.embed_plan(batched, cfg_b, 32)                 # 32 = 8 x batch_size: aligned blocks
+    s_one = embed_stages.embed(one, cfg_one)
+    batches = embed_stages.embed_plan(batched, cfg_b, 32)                 # 32 = 8 x batch_size: aligned blocks
     assert [len(b["hashes"]) for b in batches] == [32, 8]
     for b in reversed(batches):                                  # completion order does not matter
-        cluster_stages.embed_store_batch(batched, cfg_b, b["hashes"], cluster_stages.embed_batch(b["texts"], cfg_b))
-    assert cluster_stages.embed_plan(batched, cfg_b, 32) == []               # nothing left to encode
-    s_b = cluster_stages.embed(batched, cfg_b)
+        embed_stages.embed_store_batch(batched, cfg_b, b["hashes"], embed_stages.embed_batch(b["texts"], cfg_b))
+    assert embed_stages.embed_plan(batched, cfg_b, 32) == []               # nothing left to encode
+    s_b = embed_stages.embed(batched, cfg_b)
     assert s_b["newly_embedded"] == 0 and s_one["newly_embedded"] == 40
     (ia, va), (ib, vb) = read_embeddings(one), read_embeddings(batched)
     assert ia == ib and np.array_equal(va, vb)

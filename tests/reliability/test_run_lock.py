@@ -99,7 +99,7 @@ CACHE_WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     import numpy as np
-    from clustering.embed import EmbeddingCache
+    from embedding.store import EmbeddingCache
 
     cache_dir, start, seed = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     hashes = [f"h{i:04d}" for i in range(300)]
@@ -140,14 +140,14 @@ def test_two_concurrent_cache_writers_leave_one_row_per_hash(tmp_path):
     rows = [h for p in sorted(folder.glob("part-*.parquet"))
             for h in pq.read_table(p, columns=["content_hash"]).column("content_hash").to_pylist()]
     assert len(rows) == 300 and len(set(rows)) == 300          # exactly one row per (model, hash)
-    from clustering.embed import EmbeddingCache
+    from embedding.store import EmbeddingCache
     found = EmbeddingCache(cache_dir).lookup("model/x", [f"h{i:04d}" for i in range(300)])
     assert len(found) == 300
     assert all(np.all(v == int(h[1:])) for h, v in found.items())
 
 
 def test_a_write_of_hashes_already_stored_adds_no_rows(tmp_path):
-    from clustering.embed import EmbeddingCache
+    from embedding.store import EmbeddingCache
     cache = EmbeddingCache(tmp_path)
     vecs = np.ones((3, 4), dtype=np.float32)
     assert cache.add("m", ["a", "b", "a"], vecs) is not None   # duplicate inside one write: kept once

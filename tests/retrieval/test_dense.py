@@ -81,7 +81,7 @@ def test_real_model_search_matches_numpy_and_reuses_cache(tmp_path):
     assert set(run["q1"]) == {"a", "e"} and next(iter(run["q2"])) == "b"
     assert run["q3"] == {}  # blank query: nothing retrieved
     # scores are cosine similarities of normalised vectors = brute-force numpy
-    from clustering.embed import encode
+    from embedding.encoder import encode
     qv = encode([queries["q1"], queries["q2"]])
     want = brute_force(qv, r.embeddings, r.doc_ids, 2)
     for q, w in zip(["q1", "q2"], want):

@@ -9,9 +9,11 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-import clustering.embed as emb
-import clustering.stages as cst
-from clustering.embed import EmbeddingCache, embed_with_cache
+import embedding.encoder as emb
+import embedding.stage as est
+import embedding.store as est_store
+from embedding.store import EmbeddingCache, embed_with_cache
+from embedding.vectors import read_embeddings
 from flows.config import load_config
 from storage.records import Chunk, content_hash
 from storage.schemas import CHUNKS, table_from_rows
@@ -47,7 +49,7 @@ def test_any_batch_size_gives_the_same_table_and_blocks(tmp_path, monkeypatch):
         calls = []
         monkeypatch.setattr(emb, "encode", _stub(calls))
         store, cfg, chunk_rows = _run(tmp_path, f"b{rows}")
-        summary = cst.embed(store, cfg, batch_rows=rows)
+        summary = est.embed(store, cfg, batch_rows=rows)
         tables[rows] = store.read_table("embeddings").to_pylist()
         blocks[rows] = calls
         assert summary["newly_embedded"] == len({r["content_hash"] for r in chunk_rows})
@@ -60,7 +62,7 @@ def test_any_batch_size_gives_the_same_table_and_blocks(tmp_path, monkeypatch):
                                EmbeddingCache(tmp_path / "ref-cache"), batch_size=2)
     assert blocks[1] == blocks[4] == blocks[10_000] == calls
     assert np.array_equal(np.stack([np.asarray(r["vector"], np.float32) for r in tables[1]]), vecs)
-    ids, read = cst.read_embeddings(RunStore(str(tmp_path / "b1" / "run")))
+    ids, read = read_embeddings(RunStore(str(tmp_path / "b1" / "run")))
     assert ids == [r["chunk_id"] for r in chunk_rows] and np.array_equal(read, vecs)
 
 
@@ -69,22 +71,22 @@ def test_a_killed_embed_stage_leaves_no_table_and_resumes(tmp_path, monkeypatch)
     monkeypatch.setattr(emb, "encode", _stub(calls, fail_at=3))
     store, cfg, rows = _run(tmp_path, "k")
     with pytest.raises(KeyboardInterrupt):
-        cst.embed(store, cfg, batch_rows=4)
+        est.embed(store, cfg, batch_rows=4)
     assert not store.has_table("embeddings")
     assert not [p for p in Path(store.path).iterdir() if p.name.startswith(".")]
     done = sum(len(c) for c in calls[:2])                      # two blocks of 16 committed before the kill
     calls.clear()
     monkeypatch.setattr(emb, "encode", _stub(calls))
-    summary = cst.embed(store, cfg, batch_rows=4)
+    summary = est.embed(store, cfg, batch_rows=4)
     unique = len({r["content_hash"] for r in rows})
     assert summary["newly_embedded"] == unique - done == sum(len(c) for c in calls)
     assert store.num_rows("embeddings") == len(rows)
-    again = cst.embed(store, cfg)
+    again = est.embed(store, cfg)
     assert again["newly_embedded"] == 0 and again["from_cache"] == len(rows)
 
 
 def test_cache_lookup_decodes_only_the_row_groups_it_needs(tmp_path, monkeypatch):
-    monkeypatch.setattr(emb, "PART_ROW_GROUP", 10)
+    monkeypatch.setattr(est_store, "PART_ROW_GROUP", 10)
     cache = EmbeddingCache(tmp_path)
     hashes = [content_hash(str(i)) for i in range(95)]
     vecs = np.arange(95 * 3, dtype=np.float32).reshape(95, 3)
@@ -112,23 +114,12 @@ def test_one_row_parts_are_merged_once_there_are_many(tmp_path):
     """A query vector is a part of one row; past ``SMALL_PARTS_MAX`` small parts they are merged, so a lookup
     (which lists the parts) stays fast, and every vector is still found, by this cache and a fresh one."""
     cache = EmbeddingCache(tmp_path)
-    hashes = [content_hash(f"q{i}") for i in range(3 * emb.SMALL_PARTS_MAX)]
+    hashes = [content_hash(f"q{i}") for i in range(3 * est_store.SMALL_PARTS_MAX)]
     vecs = np.arange(len(hashes) * 4, dtype=np.float32).reshape(-1, 4)
     for i, h in enumerate(hashes):
         cache.add("m", [h], vecs[i:i + 1])
-        assert len(list((tmp_path / "m").glob("part-*.parquet"))) <= emb.SMALL_PARTS_MAX
+        assert len(list((tmp_path / "m").glob("part-*.parquet"))) <= est_store.SMALL_PARTS_MAX
     for c in (cache, EmbeddingCache(tmp_path)):
         found = c.lookup("m", hashes)
         assert len(found) == len(hashes) and all(np.array_equal(found[h], vecs[i]) for i, h in enumerate(hashes))
     assert sum(pq.ParquetFile(p).metadata.num_rows for p in (tmp_path / "m").glob("part-*.parquet")) == len(hashes)
-
-
-def test_cluster_texts_follow_the_embedding_order(tmp_path):
-    store = RunStore(str(tmp_path / "run")).ensure()
-    rows = [Chunk(f"d{i}#0", f"d{i}", 0, "", f"text {i}", 0, 6).to_row() for i in range(5)]
-    store.write_table("chunks", table_from_rows(rows, CHUNKS))
-    texts = cst.chunk_texts(store, ["d3#0", "d0#0", "d4#0"])
-    assert list(texts) == ["text 3", "text 0", "text 4"] and texts[1] == "text 0" and len(texts) == 3
-    assert [texts[i] for i in (2, 0)] == ["text 4", "text 3"]
-    with pytest.raises(ValueError, match="not in the chunks table"):
-        cst.chunk_texts(store, ["d1#0", "zz#0"])

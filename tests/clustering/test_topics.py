@@ -1,8 +1,6 @@
 import numpy as np
 
-from clustering.embed import EmbeddingCache, embed_with_cache, encode
 from clustering.topics import TopicConfig, TopicResult, cluster_topics, ctfidf_keywords, fit_topics
-from storage.records import content_hash
 
 
 def test_hdbscan_recovers_planted_topics():
@@ -33,26 +31,3 @@ def test_cluster_topic_majority_then_nearest_centroid():
                       centroids={0: np.array([1, 0, 0.0]), 1: np.array([0, 1, 0.0])})
     vecs = np.array([[1, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0.9, 0.1], [0, 1, 0]], dtype=np.float32)
     assert cluster_topics([[0, 1, 2], [3, 4], [2, 0]], res, vecs) == [0, 1, 0]   # tie -> lower id
-
-
-def test_embedding_cache_never_embeds_twice(tmp_path, monkeypatch):
-    import clustering.embed as emb
-    calls = []
-    real = emb.encode
-
-    def counting(texts, **kw):
-        calls.append(len(texts))
-        return real(texts, **kw)
-
-    monkeypatch.setattr(emb, "encode", counting)
-    cache = EmbeddingCache(tmp_path)
-    texts = ["reset my password", "change a forgotten password", "pizza in Naples", "reset my password"]
-    hashes = [content_hash(t) for t in texts]
-    v1, n1 = embed_with_cache(texts, hashes, cache)
-    v2, n2 = embed_with_cache(texts[:3], hashes[:3], cache)
-    assert (n1, n2) == (3, 0) and calls == [3]
-    assert np.allclose(v1[:3], v2, atol=1e-6) and np.allclose(v1[0], v1[3])
-    assert np.allclose(np.linalg.norm(v1, axis=1), 1, atol=1e-5)
-    sims = v1 @ v1.T
-    assert sims[0, 1] > 0.6 > 0.2 > sims[0, 2]   # bundled MiniLM, loaded offline
-    assert encode([]).shape == (0, 384)

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-import clustering.embed as emb
-from clustering.embed import EmbeddingCache, batch_size_for, embed_with_cache, resolve_device
+import embedding.encoder as emb
+from embedding.encoder import batch_size_for, resolve_device
+from embedding.store import EmbeddingCache, embed_with_cache
 
 
 def _fake_encode(calls, fail_at=None):
