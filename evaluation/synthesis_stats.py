@@ -75,7 +75,7 @@ def switch_distances(conversations: Sequence[Mapping[str, Any]], groups: Mapping
 
 def run_stats(run_dir: str) -> dict[str, Any]:
     """All of the above for a synthesis run directory (plus turn and conversation counts)."""
-    from embedding.vectors import read_embeddings
+    from embedding.vectors import read_embeddings   # costly: pyarrow (this module is numpy-only)
     from storage.store import RunStore
     store = RunStore(run_dir)
     turns = store.read_table("turns").to_pylist()
