@@ -3,6 +3,10 @@ the deployments of ``deploy/prefect.yaml`` and a worker; Ctrl-C stops the worker
 server (in that order: once the server is gone, a worker no longer stops promptly on a signal
 and has to be killed).
 
+Every child runs under :mod:`flows.guarded_child` in a process group of its own: it dies with
+this process even on ``kill -9`` (the guard notices it was re-parented and ends the group), and
+a child that does not stop in time is killed with its whole group.
+
 Plain functions so the end-to-end test drives exactly what ``mtr serve`` runs.
 """
 from __future__ import annotations
@@ -17,6 +21,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from flows.guarded_child import command as guarded
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 POOL = "mtr-local"
@@ -72,8 +78,8 @@ class LocalStack:
     def start_server(self, timeout: float = 120) -> None:
         env = base_env(None, self.home, {"PREFECT_UI_API_URL": self.api_url})
         self.procs["server"] = subprocess.Popen(
-            [prefect_exe(), "server", "start", "--host", self.host, "--port", str(self.port)],
-            env=env, stdout=self._log("server"), stderr=subprocess.STDOUT, cwd=PROJECT_DIR)
+            guarded([prefect_exe(), "server", "start", "--host", self.host, "--port", str(self.port)]),
+            env=env, stdout=self._log("server"), stderr=subprocess.STDOUT, cwd=PROJECT_DIR, start_new_session=True)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.procs["server"].poll() is not None:
@@ -88,8 +94,14 @@ class LocalStack:
         raise TimeoutError(f"the Prefect server did not become healthy within {timeout:.0f} s")
 
     def _cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        r = subprocess.run([prefect_exe(), *args], env=base_env(self.api_url, self.home), cwd=PROJECT_DIR,
-                           capture_output=True, text=True, timeout=300)
+        p = subprocess.Popen(guarded([prefect_exe(), *args]), env=base_env(self.api_url, self.home), cwd=PROJECT_DIR,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            _kill_group(p)
+            raise RuntimeError(f"`prefect {' '.join(args)}` did not finish within 300 s") from None
+        r = subprocess.CompletedProcess(p.args, p.returncode, out, err)
         if check and r.returncode != 0:
             raise RuntimeError(f"`prefect {' '.join(args)}` failed: {(r.stderr or r.stdout).strip()[-800:]}")
         return r
@@ -104,9 +116,9 @@ class LocalStack:
 
     def start_worker(self) -> None:
         self.procs["worker"] = subprocess.Popen(
-            [prefect_exe(), "worker", "start", "--pool", self.pool, "--type", "process"],
+            guarded([prefect_exe(), "worker", "start", "--pool", self.pool, "--type", "process"]),
             env=base_env(self.api_url, self.home), stdout=self._log("worker"), stderr=subprocess.STDOUT,
-            cwd=PROJECT_DIR)
+            cwd=PROJECT_DIR, start_new_session=True)
 
     def stop(self) -> None:
         """Worker first (SIGINT), then the server; escalate to SIGKILL after a grace period."""
@@ -114,18 +126,26 @@ class LocalStack:
             p = self.procs.pop(name, None)
             if p is None or p.poll() is not None:
                 continue
-            p.send_signal(signal.SIGINT)
+            p.send_signal(signal.SIGINT)       # the guard passes it on
             try:
                 p.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(timeout=10)
+                _kill_group(p)
 
     def __enter__(self) -> "LocalStack":
         return self
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def _kill_group(p: subprocess.Popen) -> None:
+    """SIGKILL the process group of a guarded child (the guard, the command and its children)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=10)
 
 
 def serve(host: str = "127.0.0.1", port: int = 4200, home: str | None = None, echo=print) -> None:
