@@ -8,11 +8,10 @@ import os
 from pathlib import Path
 
 from prefect import flow, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from evaluation.abstention.config import AbstentionConfig
-from flows.prefect_env import prefect_run_settings, slug
+from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 
 
 @task(name="abstention", tags=["mtr", "abstention"], cache_policy=NO_CACHE, persist_result=False)
@@ -30,11 +29,8 @@ def abstention_flow(benchmark: str, fmt: str, domain: str | None, out_dir: str, 
                     llm_config: str | None = None, run_name: str = ""):
     """Run the analysis and publish its Markdown summary (key ``abstention-<run>``)."""
     res = abstention_task(benchmark, fmt, domain, out_dir, config, llm_config)
-    try:
-        create_markdown_artifact(key=f"abstention-{slug(run_name or Path(out_dir).name)}", markdown=res.markdown,
-                                 description="MTR-Suite content-based abstention evaluation")
-    except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
-        pass
+    publish_markdown(f"abstention-{slug(run_name or Path(out_dir).name)}", res.markdown,
+                     "MTR-Suite content-based abstention evaluation")
     return res
 
 

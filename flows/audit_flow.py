@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from agents.config import LLMConfig
@@ -23,7 +22,7 @@ from evaluation.audit import AuditConfig, AuditResult
 from evaluation.audit.judges import judge_config, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, prepare_benchmark
 from evaluation.audit.run import JudgeBatch, finalize, judge_batch, negatives_index_dir, plan_batches
-from flows.prefect_env import prefect_run_settings, slug
+from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from storage.benchmark import load_benchmarks
 from storage.store import RunStore
 
@@ -62,11 +61,7 @@ def audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, run_di
                for b in plan_batches(prepared, specs_j)]
     rows = [r for f in futures for r in f.result()]
     res = finalize_task(prepared, specs_j, rows, config, run_dir, human_ratings)
-    try:
-        create_markdown_artifact(key=f"audit-{slug(Path(run_dir).name)}", markdown=res.markdown,
-                                 description="MTR-Eval audit summary")
-    except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
-        pass
+    publish_markdown(f"audit-{slug(Path(run_dir).name)}", res.markdown, "MTR-Eval audit summary")
     return res
 
 

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 import clustering.greedy
@@ -45,7 +44,7 @@ import embedding.stage as estages
 import embedding.store
 import embedding.vectors
 from flows.config import MTRConfig
-from flows.prefect_env import prefect_run_settings, slug
+from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
 from storage.store import RunStore
 
@@ -247,11 +246,8 @@ def spine_flow(run_dir: str, config: dict, stages_to_run: list[str], input_path:
             state = t(run_dir=run_dir, config=config, return_state=True)
         summary = state.result()
         results[stage] = {"summary": summary, "cached": state.name == "Cached"}
-    try:
-        create_markdown_artifact(key=f"spine-{slug(Path(run_dir).name)}", markdown=summary_markdown(run_dir, results),
-                                 description="MTR-Suite spine summary")
-    except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
-        pass
+    publish_markdown(f"spine-{slug(Path(run_dir).name)}", lambda: summary_markdown(run_dir, results),
+                     "MTR-Suite spine summary")
     return results
 
 

@@ -1,9 +1,10 @@
-"""What every MTR-Suite flow run shares: its Prefect settings and its artifact keys."""
+"""What every MTR-Suite flow run shares: its Prefect settings, its artifact keys and the
+best-effort publication of its Markdown artifacts."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 @contextmanager
@@ -78,3 +79,15 @@ def slug(text: str, max_len: int = 60) -> str:
     """An artifact-key fragment: lower case, every non-alphanumeric character a dash, at most
     ``max_len`` characters; ``"run"`` when nothing is left."""
     return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-")[:max_len] or "run"
+
+
+def publish_markdown(key: str, markdown: str | Callable[[], str], description: str) -> None:
+    """Create the Prefect Markdown artifact ``key``, best effort: any error (e.g. the API is
+    unavailable) is ignored. ``markdown`` may be a function, called inside that guard, so that
+    a summary which fails to build is skipped the same way."""
+    from prefect.artifacts import create_markdown_artifact
+    try:
+        create_markdown_artifact(key=key, markdown=markdown() if callable(markdown) else markdown,
+                                 description=description)
+    except Exception:  # noqa: BLE001 - artifacts are best effort (e.g. API unavailable)
+        pass

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 
 from flows.config import MTRConfig, load_config
+from flows.prefect_env import publish_markdown
 from storage.store import RunStore
 
 SUCCESS = "_SUCCESS"
@@ -159,11 +159,7 @@ def evaluate_retrievers(benchmark: str, fmt: str = "ours", retrievers: list[str]
     benchmark = str(resolve_benchmark(benchmark))
     res = evaluate_task(benchmark, fmt, retrievers or ["bm25", "dense", "hybrid"], query_modes or ["last_turn"],
                         depth, domain)
-    try:
-        create_markdown_artifact(key="evaluation", markdown=res["markdown"] + f"\n\nReport: `{res['report']}`",
-                                 description="retrieval evaluation")
-    except Exception:  # noqa: BLE001
-        pass
+    publish_markdown("evaluation", lambda: res["markdown"] + f"\n\nReport: `{res['report']}`", "retrieval evaluation")
     return res
 
 
@@ -210,10 +206,7 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
     cached = {s: r["cached"] for s, r in spine.items()}
     md = (f"# Regenerated `{version}`\n\nSpine stages cached: {cached}\n\n" + diff_markdown(diff)
           + f"\n\nSynthesis: {synth['summary']}\n\nEvaluation report: `{ev['report']}`\n")
-    try:
-        create_markdown_artifact(key="regeneration", markdown=md, description="benchmark regeneration")
-    except Exception:  # noqa: BLE001
-        pass
+    publish_markdown("regeneration", md, "benchmark regeneration")
     return {"version": version, "dir": str(vdir), "spine_cached": cached, "synth": synth["summary"], "diff": diff}
 
 

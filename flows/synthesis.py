@@ -30,12 +30,12 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_progress_artifact, update_progress_artifact
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
 from embedding.stage import default_cache_dir
 from flows.config import MTRConfig
-from flows.prefect_env import prefect_run_settings, slug
+from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
 from storage.store import RunStore
 
@@ -257,24 +257,18 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
                 update_progress_artifact(progress_id, progress=100.0 * done / max(1, len(ids)))
             except Exception:  # noqa: BLE001
                 pass
-        try:   # a new version of the same key per batch: the UI shows the latest figures
-            create_markdown_artifact(
-                key=f"synth-progress-{slug(run_name, 50)}", description="synthesis progress",
-                markdown=(f"| conversations done | LLM calls | tokens | cost (USD) |\n|---|---|---|---|\n"
-                          f"| {done} / {len(ids)} | {calls} | {toks} | {cost:.4f} |"))
-        except Exception:  # noqa: BLE001
-            pass
+        # a new version of the same key per batch: the UI shows the latest figures
+        publish_markdown(f"synth-progress-{slug(run_name, 50)}",
+                         f"| conversations done | LLM calls | tokens | cost (USD) |\n|---|---|---|---|\n"
+                         f"| {done} / {len(ids)} | {calls} | {toks} | {cost:.4f} |", "synthesis progress")
         if r["stopped"]:
             logger.warning("stopping: %s", r["stopped"])
 
     stopped = run_batches(run_dir, config, batches, prep, len(ids), on_done)
     res = assemble_task(run_dir=run_dir, config=config, plans=plans, key=prep["key"])
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
-    try:
-        create_markdown_artifact(key=f"synth-{slug(run_name, 50)}",
-                                 markdown=_markdown(run_dir, res, stopped), description="MTR-Suite synthesis summary")
-    except Exception:  # noqa: BLE001
-        pass
+    publish_markdown(f"synth-{slug(run_name, 50)}", lambda: _markdown(run_dir, res, stopped),
+                     "MTR-Suite synthesis summary")
     return {**res, "stopped": stopped}
 
 
