@@ -15,7 +15,6 @@ from pydantic import BaseModel, Field
 from agents.quoting import DATA_RULE, quote_passage, quote_passages
 from agents.steps import LLMStep
 from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, usage_add, visible_history
-from agents.synth.text import sentences
 
 UNANSWERABLE_ANSWER = ("I'm sorry, but the available information does not answer that question.")
 
@@ -53,18 +52,15 @@ class Answerer(LLMStep):
         return msgs
 
     def offline(self, x: dict) -> AnswerOut:
-        """Extractive: the answer span of the (standalone) question, then its sentence and the next
-        one as supporting context, padded with neighbours up to ``min_chars``; see
-        :mod:`agents.synth.offline.answering`."""
-        from agents.synth.offline.answering import answer, compare_answer
-        from agents.synth.offline.nlp import clean_passage
-        if x.get("also"):
-            return AnswerOut(answer=compare_answer(x.get("standalone_question") or x["question"],
-                                                   [x["passage"], *x["also"]]))
-        text = answer(x["question"], x.get("standalone_question") or x["question"], x["passage"])
+        """Extractive: the sentence that offers what the (standalone) question asks, with its supporting context
+        (each gold passage's for a comparison), padded with neighbours up to ``min_chars``; see
+        :mod:`agents.synth.offline.checks`."""
+        from agents.synth.offline.checks import answer, passage_sentences   # costly: spaCy loads on first use
+        q, standalone = x["question"], x.get("standalone_question") or x["question"]
+        text = " ".join(answer(q, standalone, p) for p in [x["passage"], *x.get("also", [])])
         floor = x.get("min_chars") or 0
         if len(text) < floor:
-            rest = [s for s in sentences(clean_passage(x["passage"]["text"])) if s not in text]
+            rest = [s for s in passage_sentences(x["passage"]["text"]) if s not in text]
             while len(text) < floor and rest:
                 text += " " + rest.pop(0)
         return AnswerOut(answer=text)

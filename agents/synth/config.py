@@ -3,11 +3,68 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class OfflineConfig(BaseModel):
+    """The offline backend's discourse shares and ranking weights (``[synth.offline]``). The measured reason for
+    each default is tabled in ``docs/experiments/offline-realism.md``."""
+    model_config = ConfigDict(extra="forbid")
+    pronoun_share: float = Field(0.45, ge=0, le=1, description="share of follow-ups on the conversation's concept "
+                                 "asked with a pronoun (How much does it cost?)")
+    ellipsis_share: float = Field(0.2, ge=0, le=1, description="share asked elliptically, leaving the concept to "
+                                  "the conversation (What about the risks?)")
+    short_share: float = Field(0.2, ge=0, le=1, description="share asked by a shorter name (the fee for the annual "
+                               "fee)")
+    shift_share: float = Field(0.5, ge=0, le=1, description="share of follow-ups that keep the previous intent for a "
+                               "new concept asked as a shift (What about the late fee?)")
+    intent_weight: float = Field(1.0, ge=0, description="ranking points per unit of the intent's prior (lexicon)")
+    salience_weight: float = Field(1.0, ge=0, description="ranking points for the concept's salience in its passage "
+                                   "(1 for the passage's most salient concept)")
+    unused_passage_weight: float = Field(1.0, ge=0, description="ranking points for a passage not used as gold "
+                                         "before (or the previous turn's passage on a follow-up)")
+    thread_weight: float = Field(2.5, ge=0, description="ranking points for a follow-up on the conversation's "
+                                 "concept")
+    leans_weight: float = Field(1.5, ge=0, description="ranking points for a follow-up asked in a form that needs "
+                                "the conversation (pronoun, ellipsis, shorter name, shift)")
+    rare_word_weight: float = Field(0.25, ge=0, description="ranking points a question loses per idf unit above 4 of "
+                                    "each word rare in the corpus that the conversation has not said")
+    history_need_weight: float = Field(3.0, ge=0, description=(
+        "ranking points a leaning follow-up gains for how much the corpus search (``history_need_retriever``) needs "
+        "the conversation to find its passage: the gain in 1/log2(1 + rank) of the gold passage from the question as "
+        "asked to its standalone form, top 10. 0 = off"))
+    history_need_retriever: Literal["bm25", "dense", "hybrid"] = Field("bm25", description=(
+        "the whole-corpus search that measures the history need"))
+
+
+_LEGACY_OFFLINE = {"offline_pronoun_share": "pronoun_share", "offline_short_share": "short_share",
+                   "offline_ellipsis_share": "ellipsis_share", "offline_rare_word_weight": "rare_word_weight",
+                   "offline_history_need_weight": "history_need_weight",
+                   "offline_history_need_retriever": "history_need_retriever"}
+_REMOVED_OFFLINE = ("offline_request_share", "offline_yesno_share")
 
 
 class SynthConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_offline_keys(cls, data):
+        """``synth.offline_<key>`` (before 0.2) is ``synth.offline.<key>``; a removed key gets a clear error."""
+        if not isinstance(data, dict) or not any(k.startswith("offline_") for k in data):
+            return data
+        data = dict(data)
+        section = dict(data.get("offline") or {})
+        for old, new in _LEGACY_OFFLINE.items():
+            if old in data:
+                section.setdefault(new, data.pop(old))
+        for old in _REMOVED_OFFLINE:
+            if old in data:
+                raise ValueError(f"synth.{old} was removed with the sentence-based offline generator; the offline "
+                                 "discourse shares are in [synth.offline]")
+        data["offline"] = section
+        return data
+
     conversations: int | None = Field(None, ge=1, description="conversations to generate (default: one per cluster)")
     turns: int = Field(12, ge=1, description="T: user turns per conversation")
     shown_passages: int = Field(5, ge=1, description="passages the questioner sees per turn")
@@ -25,7 +82,8 @@ class SynthConfig(BaseModel):
         "pages that name the previous gold's page in their text, found by the corpus search: a conversation "
         "moves on to a related article without leaving its subject, as people's do; 0 = none"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
-    unanswerable_ratio: float = Field(0.0, ge=0, le=1, description="share of turns asked to be unanswerable")
+    unanswerable_ratio: float = Field(0.06, ge=0, le=1, description=(
+        "share of turns asked to be unanswerable (people's conversational benchmarks hold about 6%)"))
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")
     empty_attempts_extra: int = Field(3, ge=0, description=(
         "attempts beyond max_attempts for a turn whose shown passages had nothing to ask (no candidate written, so "
@@ -40,32 +98,8 @@ class SynthConfig(BaseModel):
                             "flag = keep the turn, flagged (turns.flags, counts, a failures row per failed judgement); "
                             "retry = send the turn back to the questioner (a new attempt); fail = record the turn failed")
     humanize_first_turn: bool = False
-    offline_pronoun_share: float = Field(0.5, ge=0, le=1, description="offline backend: share of follow-ups on the "
-                                         "segment's focus asked with a pronoun or possessive")
-    offline_short_share: float = Field(0.35, ge=0, le=1, description="offline backend: share asked with a shorter "
-                                       "description of the focus (the wall, Cummings)")
-    offline_ellipsis_share: float = Field(0.1, ge=0, le=1, description="offline backend: share asked elliptically "
-                                          "(What about X? / And its N?)")
-    offline_request_share: float = Field(0.35, ge=0, le=1, description="offline backend: share of follow-ups about "
-                                         "something new inside the conversation's context that may be asked as an "
-                                         "elliptical request (What about the halftime show? / And the halftime show?)")
-    offline_yesno_share: float = Field(0.7, ge=0, le=1, description="offline backend: share of follow-ups that "
-                                       "may ask a yes/no question (Does it replicate data across zones?); the ranking "
-                                       "picks one where it needs the conversation to be found or where nothing better "
-                                       "leans on it (questioning.YESNO_ALONE_COST)")
-    offline_rare_word_weight: float = Field(0.25, ge=0, description="offline backend: ranking points a question "
-                                            "loses per idf unit above 4 of each word that is rare in the corpus and "
-                                            "new to the conversation, an opening question's subject name aside (people "
-                                            "ask in the words they have)")
-    offline_history_need_weight: float = Field(3.0, ge=0, description=(
-        "offline backend: ranking points a follow-up that leans on the conversation gains for how much the corpus "
-        "search (``offline_history_need_retriever``) needs the conversation to find its passage: the gain in "
-        "1/log2(1 + rank) of the gold passage from the question as asked to its standalone form, top 10; a follow-up "
-        "whose own words find its passage tests nothing conversational. 0 = off"))
-    offline_history_need_retriever: Literal["bm25", "dense", "hybrid"] = Field("bm25", description=(
-        "offline backend: the whole-corpus search that measures the history need. bm25 (default): whether the words "
-        "asked find the passage; a dense or hybrid search also rewards a follow-up whose own rare words give its "
-        "passage away, as long as their meaning alone does not"))
+    offline: OfflineConfig = Field(default_factory=lambda: OfflineConfig(), description=(
+        "the offline backend's discourse shares and ranking weights (``[synth.offline]``)"))
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

@@ -25,25 +25,10 @@ from pydantic import BaseModel, Field
 from agents.quoting import DATA_RULE
 from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history, fmt_passages
+from agents.synth.offline.errors import NothingToAsk, NoThread
 from agents.synth.text import words
 from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
                                 usage_add, visible_history)
-
-
-class NothingToAsk(ValueError):
-    """The offline questioner has nothing left to ask of the shown passages: every candidate repeats
-    an earlier turn or was rejected, and no passage defines its subject. Not a broken call but a
-    selection without material: :func:`node` rejects the attempt with this reason, and the next
-    attempt's selection (:func:`agents.synth.turn.select`, seeded by the attempt) shows other passages
-    of the pool. After ``max_attempts`` the turn is recorded failed with the reason."""
-
-
-class NoThread(NothingToAsk):
-    """The offline questioner found no follow-up in the shown passages that leans on the conversation and looks at
-    other passages before it asks one in full (people's follow-ups stay on the thread: 5 of the 68 MTRAG ClapNQ
-    follow-ups that move to another article are asked in full). :func:`node` counts it in ``thread_looks``, which
-    uses up none of the turn's attempts; the questioner raises it at most ``THREAD_LOOKS`` times a turn
-    (:mod:`agents.synth.state`; :mod:`agents.synth.offline.questioning`)."""
 
 
 class QuestionOut(BaseModel):
@@ -95,10 +80,9 @@ class Questioner(LLMStep):
         return [{"role": "system", "content": sys_msg}, {"role": "user", "content": user}]
 
     def offline(self, x: dict) -> QuestionOut:
-        """Over-generate wh-questions from the parsed passages, rank them, and ask the chosen one
-        as a follow-up of the segment (pronoun, shorter description, ellipsis or explicit);
-        see :mod:`agents.synth.offline.questioning`."""
-        from agents.synth.offline.questioning import ask
+        """Concepts -> intents -> forms -> discourse over the shown passages, ranked; see
+        :mod:`agents.synth.offline.questioning`."""
+        from agents.synth.offline.questioning import ask   # costly: spaCy and MiniLM load on first use
         doc_index, question, standalone, others = ask(x)
         return QuestionOut(doc_index=doc_index, question=question, standalone_question=standalone,
                            other_doc_indexes=others)
@@ -120,10 +104,8 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             # offline discourse (the prompt does not use these): the segment's accepted turns
             # since the last switch, every earlier standalone question, the follow-up form shares
             "segment": segment_turns(ctx, state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
-            "discourse": {"pronoun": ctx.cfg.offline_pronoun_share, "short": ctx.cfg.offline_short_share,
-                          "ellipsis": ctx.cfg.offline_ellipsis_share, "yesno": ctx.cfg.offline_yesno_share,
-                          "request": ctx.cfg.offline_request_share},
-            "rare": rare_words(ctx, shown), "rare_weight": ctx.cfg.offline_rare_word_weight,
+            "offline": ctx.cfg.offline.model_dump(),
+            "rare": rare_words(ctx, shown),
             "need": history_need(ctx)}
 
 
@@ -133,11 +115,11 @@ NEED_K = 10     # the corpus search's depth for the offline questioner's history
 def history_need(ctx: GraphContext) -> "HistoryNeed | None":
     """The offline questioner's :class:`HistoryNeed` on its whole-corpus search (``ctx.need_search``, set when the
     questioner runs offline: :func:`agents.synth.run.need_searcher`), its hits kept in ``ctx.need_hits``; None when off
-    (no search, or ``offline_history_need_weight`` 0)."""
+    (no search, or ``offline.history_need_weight`` 0)."""
     search = getattr(ctx, "need_search", None)
-    if search is None or ctx.cfg.offline_history_need_weight <= 0:
+    if search is None or ctx.cfg.offline.history_need_weight <= 0:
         return None
-    return HistoryNeed(search, ctx.cfg.offline_history_need_weight, ctx.need_hits)
+    return HistoryNeed(search, ctx.cfg.offline.history_need_weight, ctx.need_hits)
 
 
 class HistoryNeed:

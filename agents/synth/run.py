@@ -212,15 +212,15 @@ def _corpus_sha(corpus: dict[str, dict]) -> str:
 
 def need_searcher(store: RunStore, corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                   search: Callable[[str, int], list[str]]) -> Callable[[str, int], list[str]] | None:
-    """The offline questioner's history-need search (``synth.offline_history_need_retriever``, bm25 by default):
+    """The offline questioner's history-need search (``synth.offline.history_need_retriever``, bm25 by default):
     the uniqueness check's ``search`` when it is of the same kind, else its own whole-corpus retriever (the bm25
     part of a hybrid uniqueness index is the same persisted component); None when the need is off or the questioner
     is no offline one."""
-    if cfg.offline_history_need_weight <= 0 or not _offline_questioner(llm_cfg):
+    if cfg.offline.history_need_weight <= 0 or not _offline_questioner(llm_cfg):
         return None
-    if cfg.offline_history_need_retriever == cfg.uniqueness_retriever:
+    if cfg.offline.history_need_retriever == cfg.uniqueness_retriever:
         return search
-    return corpus_searcher(store, corpus, cfg.offline_history_need_retriever, None, _corpus_sha(corpus))
+    return corpus_searcher(store, corpus, cfg.offline.history_need_retriever, None, _corpus_sha(corpus))
 
 
 def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha: str | None = None) -> str:
@@ -276,7 +276,7 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
     stopped: str | None = None
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store, seed_budget=seed_budget) as llm:
         pages = page_index(corpus) if cfg.focus_page and cfg.focus_passages > 1 else {}
-        idf = word_idf(corpus) if cfg.offline_rare_word_weight > 0 and _offline_questioner(llm_cfg) else {}
+        idf = word_idf(corpus) if _offline_questioner(llm_cfg) else {}     # concept salience and the rare-word cost
         need = need_searcher(store, corpus, llm_cfg, cfg, search)
         graph = build_graph(GraphContext(corpus=corpus, llm=llm, search=search, cfg=cfg, pages=pages, idf=idf,
                                          need_search=need),

@@ -50,11 +50,9 @@ class UniquenessJudge(LLMStep):
                     'of the reference answer)? Reply as JSON: {"reason": "...", "answers": true|false}.')}]
 
     def offline(self, x: dict) -> AlsoAnswersOut:
-        """The candidate answers when it holds the same answer (normalised span, number, date or
-        entity) in a window that carries enough of the question's terms; for an unanswerable
-        question, when a window carries most of its terms and an answer of the asked-for type.
-        See :mod:`agents.synth.offline.matching`."""
-        from agents.synth.offline.matching import also_answers
+        """The candidate answers when one of its sentences offers the question's intent about its concept and
+        fits the reference answer; for an unanswerable question, when one offers the intent about the concept. See :mod:`agents.synth.offline.checks`."""
+        from agents.synth.offline.checks import also_answers   # costly: spaCy and MiniLM load on first use
         answers, reason = also_answers(x["question"], x.get("answer") or "", x["candidate"]["text"])
         return AlsoAnswersOut(reason=reason, answers=answers)
 

@@ -51,21 +51,20 @@ class Verifier(LLMStep):
                     '"novel": true|false}.')}]
 
     def offline(self, x: dict) -> VerdictOut:
-        """Answerable: most question terms in the passage, the answer span in the passage, its type
-        fits the question type, the numbers the question names are in the supporting context and
-        question and context fit (MiniLM); faithful: every answer sentence is in the passage;
-        novel: the question (and its standalone form) repeats no earlier question. See
-        :mod:`agents.synth.offline.answering`."""
-        from agents.synth.offline.answering import answerable, check, check_compare
-        c = check_compare(x) if x.get("also") else check(x)
-        term_ok = answerable(x["standalone_question"], "\n".join(p["text"] for p in [x["passage"], *x.get("also", [])]))
-        ok_answer = term_ok and c["span_ok"] and c["type_ok"] and c["constraints_ok"] and c["fit_ok"]
+        """The ``checks`` rules of :mod:`agents.synth.offline.checks` (the passage offers what is asked, the answer
+        names the concept, question and answer fit by MiniLM, every answer sentence is the passage's), each gold
+        passage on its own for a comparison; novel: the question (and its standalone form) repeats no earlier
+        question."""
+        from agents.synth.offline.checks import verify     # costly: spaCy and MiniLM load on first use
+        answerable, faithful, reasons = True, True, []
+        for p in [x["passage"], *x.get("also", [])]:
+            a, f, why = verify({**x, "passage": p})
+            answerable, faithful, reasons = answerable and a, faithful and f, reasons + why
         novel, why_not = novelty(x["question"], x["standalone_question"], x.get("previous_questions") or [])
-        reasons = ([] if term_ok else ["the passage does not contain most of the question's key terms"]) + c["reasons"]
         if not novel:
             reasons.append(why_not)
-        return VerdictOut(reason="; ".join(reasons) or "answerable, supported and new", answerable=ok_answer,
-                          faithful=c["supported"], novel=novel)
+        return VerdictOut(reason="; ".join(reasons) or "answerable, supported and new", answerable=answerable,
+                          faithful=faithful, novel=novel)
 
 
 def novelty(question: str, standalone: str, previous: list[str]) -> tuple[bool, str]:

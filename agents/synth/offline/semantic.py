@@ -10,7 +10,7 @@ _MAX = 20000
 
 
 def _encoder():
-    from clustering.embed import load_encoder
+    from embedding.encoder import load_encoder
     return load_encoder(None, "cpu")
 
 

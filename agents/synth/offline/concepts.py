@@ -1,0 +1,213 @@
+"""Stage 1, concepts: the salient noun phrases of a passage, weighted against the corpus.
+
+A concept is a noun phrase of the passage (spaCy noun chunks, trimmed by the ``concepts`` rules) that names
+something a person could ask about: "annual fee", "object storage", "the Treaty of Paris". It does not need a title
+or a proper name, so forums, tickets and manuals get concepts too. Its weight (:func:`weights`) is TF-IDF-like:
+the mean corpus idf of its words times (1 + ln of its mentions in the passage), plus a bonus when the passage's title
+names it and when other shown passages mention it (a concept of the cluster, not of one passage: c-TF-IDF).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agents.synth.offline.lexicon import lexicon, rule, rules
+from agents.synth.offline.nlp import sentence_spans
+from agents.synth.text import words
+
+MAX_WORDS = 4
+
+
+@dataclass(frozen=True)
+class Concept:
+    """A concept as the passage writes it. ``text``: the phrase without determiners (proper names keep their
+    capitals and a "the" that belongs to them); ``key``: lower-cased lemmas, the identity used to compare
+    concepts across passages and turns; ``head``: the head noun's lemma."""
+    text: str
+    key: str
+    head: str
+    plural: bool
+    proper: bool
+    article: str        # "the" or "" (a mass noun or a name without one): how a form names it
+    person: bool = False
+
+    @property
+    def named(self) -> str:
+        """The concept as a question names it ("the annual fee", "insurance", "IBM Cloud")."""
+        return f"{self.article} {self.text}".strip()
+
+
+def same(a: Concept, b: Concept) -> bool:
+    """One concept, named in full or shorter: same key, or one's key words inside the other's with the same head
+    ("annual fee" / "fee")."""
+    if a.key == b.key:
+        return True
+    if a.head != b.head:
+        return False
+    wa, wb = set(a.key.split()), set(b.key.split())
+    return wa <= wb or wb <= wa
+
+
+@rule("concepts")
+def trim_edges(tokens: list) -> list:
+    """Determiners, quantifiers and vague adjectives leave the phrase: "these other annual fees" -> "annual fees"."""
+    drop = lexicon().edge_drop
+    while tokens and (tokens[0].lower_ in drop or tokens[0].pos_ in ("DET", "PRON", "NUM", "PUNCT", "ADV")
+                      or tokens[0].tag_ == "POS"):
+        tokens = tokens[1:]
+    while tokens and (tokens[-1].pos_ == "PUNCT" or tokens[-1].tag_ == "POS"):
+        tokens = tokens[:-1]
+    return tokens
+
+
+@rule("concepts")
+def no_vague_head(tokens: list) -> list:
+    """A phrase whose head names nothing alone is no concept: "the way", "a number", "this section" (a noun before
+    it makes it one: "bucket names")."""
+    if not tokens:
+        return tokens
+    head = tokens[-1]
+    specific = any(t.dep_ == "compound" and t.pos_ in ("NOUN", "PROPN") for t in tokens[:-1])
+    if not specific and (head.lemma_.lower() in lexicon().generic_heads or head.lower_ in lexicon().generic_heads):
+        return []
+    if head.pos_ not in ("NOUN", "PROPN") or not head.text[:1].isalpha():
+        return []
+    return tokens
+
+
+@rule("concepts")
+def short_enough(tokens: list) -> list:
+    """A concept is what a person types, not a description: at most 4 words ("the new annual membership fee of the
+    club" keeps "annual membership fee" only through trim_edges; a longer run is dropped)."""
+    if len(tokens) > MAX_WORDS or any(t.like_url or t.like_email or t.like_num for t in tokens):
+        return []
+    if any(not any(c.isalpha() for c in t.text) for t in tokens):
+        return []
+    return tokens
+
+
+def _keeps_case(t) -> bool:
+    """A name keeps its capitals; a sentence's first word only when the passage never writes it in lower case
+    ("Bucket names must be unique ... a bucket" -> "bucket names"; "Rachel dates ..." keeps "Rachel")."""
+    if t.text.isupper() and len(t.text) > 1:
+        return True
+    if t.is_sent_start or t.i == t.sent.start:
+        return t.pos_ == "PROPN" and t.lower_ not in _lowercase_words(t.doc)
+    return t.pos_ == "PROPN"
+
+
+_LOWER: dict[int, frozenset[str]] = {}
+
+
+def _lowercase_words(doc) -> frozenset[str]:
+    """The words a passage writes in lower case somewhere (kept for the last few parsed passages)."""
+    key = id(doc)
+    if key not in _LOWER:
+        if len(_LOWER) > 64:
+            _LOWER.clear()
+        _LOWER[key] = frozenset(t.text for t in doc if t.text.islower())
+    return _LOWER[key]
+
+
+def gerund_concept(verb, obj: Concept, written: str) -> Concept:
+    """An activity as a concept: "Deleting a bucket takes a few minutes." -> "deleting a bucket"."""
+    return Concept(f"{verb.lower_} {written}", f"{verb.lemma_.lower()} {obj.key}", obj.head, False, False, "")
+
+
+def concept_of(chunk) -> Concept | None:
+    """The concept a noun chunk names, after the ``concepts`` rules; None when a rule rejects it."""
+    tokens = list(chunk)
+    for r in rules("concepts"):
+        tokens = r(tokens)
+        if not tokens:
+            return None
+    head = tokens[-1]
+    proper = head.pos_ == "PROPN"
+    text = " ".join(t.text if _keeps_case(t) else t.lower_ for t in tokens)
+    text = text.replace(" - ", "-").replace(" '", "'")
+    if not any(ch.isalpha() for ch in text) or len(text) < 3:
+        return None
+    first = chunk[0]
+    article = "the" if proper and first.lower_ == "the" else ""
+    key = " ".join(t.lemma_.lower() for t in tokens)
+    plural = head.tag_ in ("NNS", "NNPS")
+    person = head.ent_type_ == "PERSON" or head.lower_ in lexicon().people_heads
+    return Concept(text=text, key=key, head=head.lemma_.lower(), plural=plural, proper=proper, article=article,
+                   person=person)
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """A passage's concepts with their mention counts and the index of the first sentence naming each."""
+    concepts: tuple[Concept, ...]
+    counts: dict[str, int]
+    first: dict[str, int]
+    bare: frozenset[str]        # keys written at least once without a determiner (a mass noun: "insurance")
+
+
+@lru_cache(maxsize=4096)
+def mentions(text: str) -> Mentions:
+    """The concepts of a passage (cached by text)."""
+    found: dict[str, Concept] = {}
+    counts: dict[str, int] = {}
+    first: dict[str, int] = {}
+    bare: set[str] = set()
+    for i, sent in enumerate(sentence_spans(text)):
+        for chunk in sent.noun_chunks:
+            c = concept_of(chunk)
+            if c is None:
+                continue
+            found.setdefault(c.key, c)
+            counts[c.key] = counts.get(c.key, 0) + 1
+            first.setdefault(c.key, i)
+            if chunk[0].pos_ not in ("DET", "PRON") and chunk[0].tag_ != "PRP$":
+                bare.add(c.key)
+    out = []
+    for key, c in found.items():
+        if not c.proper and not c.plural and key not in bare:
+            c = Concept(c.text, c.key, c.head, c.plural, c.proper, "the", c.person)
+        out.append(c)
+    return Mentions(tuple(out), counts, first, frozenset(bare))
+
+
+DEFAULT_IDF = 2.0       # a word the corpus idf table leaves out is common (idf below its floor)
+TITLE_BONUS = 1.0
+SHARED_BONUS = 0.5      # per other shown passage that mentions the concept (up to 3)
+
+
+def weights(text: str, title: str, idf: dict[str, float], others: list[str] = ()) -> dict[str, float]:
+    """key -> salience of each concept of the passage ``text`` (see the module docstring). ``others``: the other
+    shown passages' texts."""
+    m = mentions(text)
+    title_words = set(words(title))
+    title_words |= {w[:-1] for w in title_words if w.endswith("s")}
+    other_keys = [set(mentions(o).counts) for o in others]
+    out = {}
+    for c in m.concepts:
+        ws = words(c.text)
+        if not ws:
+            continue
+        rarity = sum(min(idf.get(w, DEFAULT_IDF), 8.0) for w in ws) / len(ws)
+        w = rarity * (1.0 + math.log(m.counts[c.key])) + 0.3 * min(len(ws) - 1, 2)
+        if title_words and (set(ws) <= title_words or set(c.key.split()) <= title_words):
+            w += TITLE_BONUS
+        w += SHARED_BONUS * min(3, sum(c.key in k for k in other_keys))
+        w -= 0.1 * m.first[c.key]
+        out[c.key] = w
+    return out
+
+
+def top(text: str, title: str = "", idf: dict[str, float] | None = None) -> Concept | None:
+    """The passage's most salient concept (None for a passage with none)."""
+    w = weights(text, title, idf or {})
+    m = mentions(text)
+    if not w:
+        return None
+    best = max(m.concepts, key=lambda c: (w.get(c.key, -1e9), -m.first[c.key], c.key))
+    return best
+
+
+def find(text: str, key: str) -> Concept | None:
+    """The passage's concept with ``key`` (None when it does not mention it)."""
+    return next((c for c in mentions(text).concepts if c.key == key), None)

@@ -1,0 +1,287 @@
+"""Stage 2, intents: what each sentence of a passage offers about a concept.
+
+An :class:`Offer` is (intent, concept, sentence): "this sentence says how much the annual fee costs". The intents and
+their cues are data (``[intents.*]`` in ``lexicon.toml``: definition, purpose, procedure, cause, risk, cost, limit,
+requirement, time, duration, comparison, advice, example, location, agent, and an overview fallback). A sentence
+offers an intent when one of its cues matches (a pattern or a named-entity label) and the ``intents`` rules find the
+concept it is about and the parts the intent's forms need (a verb for a procedure, a clause for *when*/*why*, the
+agent of a passive for *who*, a second concept for a comparison). The answer to the question is that sentence with
+its supporting context (:mod:`.checks`), never a span cut out of it.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from agents.synth.offline.concepts import Concept, concept_of, gerund_concept, mentions, same
+from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
+from agents.synth.offline.nlp import sentence_spans
+
+MIN_TOKENS, MAX_TOKENS = 5, 80
+OVERVIEW_CONCEPTS = 3       # concepts of a passage that get an overview offer (the fallback intent)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A sentence's clause around its subject, to ask *when*/*why* of it: ``kind`` passive ("was X founded"),
+    copula ("is X expensive"), active ("did X release the app") or modal ("can X hold more")."""
+    kind: str
+    past: bool
+    verb: str           # participle, adjective, base form
+    rest: str = ""
+    modal: str = ""
+
+
+@dataclass(frozen=True)
+class Offer:
+    intent: str
+    concept: Concept
+    sent_index: int
+    sentence: str
+    negated: bool = False
+    verb: str = ""
+    clause: Clause | None = None
+    past: str = ""
+    other: Concept | None = None
+
+
+@dataclass
+class Sentence:
+    """What the rules see of one sentence: its span, the passage's concepts it mentions (chunk root index ->
+    concept) and its subject concept."""
+    span: object
+    index: int
+    concepts: dict
+    subject: Concept | None
+    subject_token: object | None
+
+
+def _chunks(span, by_key: dict[str, Concept]) -> dict[int, Concept]:
+    out = {}
+    for chunk in span.noun_chunks:
+        c = concept_of(chunk)
+        if c is not None:
+            out[chunk.root.i] = by_key.get(c.key, c)
+    return out
+
+
+def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main: Concept | None):
+    root = span.root
+    for t in root.children:
+        if t.dep_ == "csubj" and t.tag_ == "VBG":
+            obj = next((c for c in t.children if c.dep_ == "dobj" and c.i in concepts), None)
+            if obj is not None:
+                written = span.doc[min(x.i for x in obj.subtree):max(x.i for x in obj.subtree) + 1].text
+                return gerund_concept(t, concepts[obj.i], written), t
+    for t in root.children:
+        if t.dep_ in ("nsubj", "nsubjpass"):
+            if t.i in concepts:
+                return concepts[t.i], t
+            if t.lower_ in lexicon().anaphors and t.lower_ not in ("he", "she"):
+                ref = previous or main
+                return (ref, t) if ref is not None else (None, None)
+    return None, None
+
+
+def _negated(span) -> bool:
+    return any(t.dep_ == "neg" or t.lower_ in ("no", "never", "cannot") for t in span)
+
+
+def cue_at(intent: Intent, s: Sentence) -> int | None:
+    """The character offset (in the sentence) of the intent's first cue, None without one."""
+    found = [e.start_char - s.span.start_char for e in s.span.ents if e.label_ in intent.ents]
+    for pat in intent.cues:
+        if "{X}" in pat.pattern:
+            if _defines(intent, s):
+                found.append(0)
+        elif m := pat.search(s.span.text):
+            found.append(m.start())
+    return min(found) if found else None
+
+
+@rule("intents")
+def cue(intent: Intent, s: Sentence) -> bool:
+    """The sentence carries one of the intent's cues: "The annual fee is $95." -> cost (a money entity)."""
+    return cue_at(intent, s) is not None
+
+
+@rule("intents")
+def affirmed(intent: Intent, s: Sentence) -> bool:
+    """A negated sentence offers only a limit, a requirement, a risk, advice or a fix: "Funds cannot be used for
+    new construction." answers no "What are funds used for?"."""
+    return intent.negated_ok or not _negated(s.span)
+
+
+def _defines(intent: Intent, s: Sentence) -> bool:
+    """The sentence opens with its subject and defines it ("X is a ...", the intent's ``{X}`` cue)."""
+    subj = s.subject_token
+    if subj is None:
+        return False
+    lo = min(t.i for t in subj.subtree) - s.span.start
+    hi = max(t.i for t in subj.subtree) - s.span.start + 1
+    written = s.span[lo:hi].text
+    for p in intent.cues:
+        if "{X}" in p.pattern:
+            pat = re.compile(p.pattern.replace("{X}", re.escape(written)), re.IGNORECASE)
+            if pat.search(s.span[lo:].text):
+                return True
+    return False
+
+
+def people_ok(intent: Intent, target: Concept) -> bool:
+    """A person or a group of people is asked about, not fixed, priced or timed: no "How do I fix the support
+    agent?"."""
+    return not target.person or intent.name in lexicon().people_intents
+
+
+@rule("intents")
+def about_subject(intent: Intent, s: Sentence) -> bool:
+    """An intent that is said of the subject needs one: "It was founded in 1901." is about the passage's subject;
+    "In 1901, a fire broke out." offers no *when* about a concept."""
+    return not intent.subject or s.subject is not None
+
+
+def _target(intent: Intent, s: Sentence) -> Concept | None:
+    """The concept the intent is about: the subject, or (``about`` after_cue / before_cue) the concept nearest the
+    cue on that side ("The agent recommended reinstalling the VPN client" -> advice about the VPN client)."""
+    if intent.about != "subject":
+        at = cue_at(intent, s) or 0
+        spans = [(s.span.doc[i].idx - s.span.start_char, c) for i, c in s.concepts.items()]
+        side = [(off, c) for off, c in spans if (off > at if intent.about == "after_cue" else off < at)]
+        if side:
+            return (min if intent.about == "after_cue" else max)(side, key=lambda t: t[0])[1]
+    if s.subject is not None:
+        return s.subject
+    if intent.subject:
+        return None
+    return next(iter(s.concepts.values()), None)
+
+
+def _procedure(s: Sentence) -> tuple[str, Concept] | None:
+    """(verb, object concept) of an instruction: "To rename a skill, open ..." / "Click Delete to remove the
+    bucket." / "You can export the report as CSV." -> ("rename", skill) / ("remove", bucket) / ("export", report)."""
+    for t in s.span:
+        if t.pos_ != "VERB" or t.tag_ != "VB":
+            continue
+        to_inf = any(c.dep_ == "aux" and c.lower_ == "to" for c in t.children)
+        imperative = t.dep_ == "ROOT" and not any(c.dep_.startswith("nsubj") for c in t.children)
+        you = any(c.dep_ == "nsubj" and c.lower_ == "you" for c in t.children) or (
+            t.head.i != t.i and any(c.dep_ == "nsubj" and c.lower_ == "you" for c in t.head.children))
+        if not (to_inf or imperative or you):
+            continue
+        for c in t.children:
+            if c.dep_ == "dobj" and c.i in s.concepts:
+                prt = " ".join(p.lower_ for p in t.children if p.dep_ == "prt")
+                return (f"{t.lemma_.lower()} {prt}".strip(), s.concepts[c.i])
+    return None
+
+
+def _clause(s: Sentence) -> Clause | None:
+    """The clause around the subject: "The bridge was opened in 1932." -> passive "opened"."""
+    root = s.span.root
+    if s.subject is None or root.pos_ not in ("VERB", "AUX") or _negated(s.span):
+        return None
+    kids = list(root.children)
+    past = root.tag_ in ("VBD", "VBN") and not any(k.lower_ in ("is", "are", "has", "have") for k in kids)
+    auxpass = [k for k in kids if k.dep_ == "auxpass"]
+    prt = " ".join(k.lower_ for k in kids if k.dep_ == "prt")
+    if auxpass:
+        past = auxpass[0].lower_ in ("was", "were")
+        return Clause("passive", past, f"{root.lower_} {prt}".strip())
+    if root.lemma_ == "be":
+        adj = [k for k in kids if k.dep_ == "acomp" and k.pos_ == "ADJ" and not list(k.children)]
+        return Clause("copula", root.lower_ in ("was", "were"), adj[0].lower_) if adj else None
+    modal = next((k.lower_ for k in kids if k.tag_ == "MD"), "")
+    rest = ""
+    for k in kids:
+        if k.dep_ == "dobj":
+            toks = list(k.subtree)
+            if len(toks) > 4 or any(t.pos_ == "PRON" for t in toks):
+                return None
+            rest = " " + " ".join(t.text if t.pos_ == "PROPN" else t.lower_ for t in toks)
+    if root.tag_ not in ("VBD", "VBZ", "VBP", "VB", "VBN"):
+        return None
+    return Clause("modal" if modal else "active", past and not modal, f"{root.lemma_.lower()} {prt}".strip(), rest,
+                  modal)
+
+
+def _agent(s: Sentence) -> str:
+    """The simple past of a passive with a person or organisation as its agent: "The company was founded by Ada
+    Park." -> "founded" (for "Who founded the company?")."""
+    root = s.span.root
+    kids = list(root.children)
+    if not any(k.dep_ == "auxpass" for k in kids):
+        return ""
+    agent = next((k for k in kids if k.dep_ == "agent"), None)
+    if agent is None or not any(t.ent_type_ in ("PERSON", "ORG") for t in agent.subtree):
+        return ""
+    irregular = lexicon().irregular_past
+    return irregular.get(root.lower_) or irregular.get(root.lemma_.lower()) or root.lower_
+
+
+def _other(intent: Intent, target: Concept, s: Sentence) -> Concept | None:
+    """The second concept of a comparison: the first one after the cue ("... higher than what the stock market
+    returns" -> the stock market)."""
+    at = cue_at(intent, s) or 0
+    after = sorted((s.span.doc[i].idx - s.span.start_char, c) for i, c in s.concepts.items())
+    return next((c for off, c in after if off > at and not same(c, target) and not c.person), None)
+
+
+def sentence_offers(s: Sentence) -> list[Offer]:
+    """The offers of one sentence: every intent whose ``intents`` rules pass and whose form parts are found."""
+    out = []
+    neg = _negated(s.span)
+    for intent in lexicon().intents.values():
+        if intent.fallback or not all(r(intent, s) for r in rules("intents")):
+            continue
+        target = _target(intent, s)
+        if target is None or not people_ok(intent, target):
+            continue
+        extra: dict = {}
+        if intent.needs_verb:
+            proc = _procedure(s)
+            if proc is None:
+                continue
+            extra["verb"], target = proc
+        if intent.needs_clause:
+            if target is not s.subject or (extra_clause := _clause(s)) is None:
+                continue
+            extra["clause"] = extra_clause
+        if intent.needs_agent:
+            if not (past := _agent(s)):
+                continue
+            extra["past"] = past
+        if intent.needs_other:
+            if (other := _other(intent, target, s)) is None:
+                continue
+            extra["other"] = other
+        out.append(Offer(intent.name, target, s.index, s.span.text, neg, **extra))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def passage_offers(text: str) -> tuple[Offer, ...]:
+    """Every offer of a passage, sentence by sentence, then an overview offer for its most mentioned concepts."""
+    m = mentions(text)
+    by_key = {c.key: c for c in m.concepts}
+    main = max(m.concepts, key=lambda c: (m.counts[c.key], -m.first[c.key]), default=None)
+    out: list[Offer] = []
+    previous = None
+    spans = sentence_spans(text)
+    for i, span in enumerate(spans):
+        if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
+            continue
+        if not any(t.pos_ in ("VERB", "AUX") for t in span):
+            continue            # a heading or a label is no sentence to ask of
+        concepts = _chunks(span, by_key)
+        subject, token = _subject(span, concepts, previous, main)
+        out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
+        if subject is not None:
+            previous = subject
+    ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
+    for c in ranked[:OVERVIEW_CONCEPTS]:
+        i = m.first[c.key]
+        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS:
+            out.append(Offer("overview", c, i, spans[i].text))
+    return tuple(out)

@@ -1,0 +1,87 @@
+"""The offline generator's word lists (``lexicon.toml``: data, not code), loaded once, and the rule registry.
+
+Every stage registers its rules with :func:`rule`; :func:`rules` lists a stage's rules in registration order, so a
+test or a reader sees the whole pipeline (``concepts`` -> ``intents`` -> ``forms`` -> ``discourse`` -> ``checks``)
+as a table of small named functions, each with one example in its docstring.
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable
+
+_PATH = Path(__file__).with_name("lexicon.toml")
+STAGES = ("concepts", "intents", "forms", "discourse", "checks")
+_RULES: dict[str, list[Callable]] = {s: [] for s in STAGES}
+
+
+def rule(stage: str) -> Callable[[Callable], Callable]:
+    """Register a rule of ``stage`` (one of :data:`STAGES`); its docstring carries one example."""
+    if stage not in _RULES:
+        raise ValueError(f"unknown stage {stage!r}; one of {STAGES}")
+
+    def deco(fn: Callable) -> Callable:
+        _RULES[stage].append(fn)
+        return fn
+    return deco
+
+
+def rules(stage: str) -> list[Callable]:
+    return list(_RULES[stage])
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What a passage offers about a concept and how a person with that need asks for it (``[intents.<name>]``)."""
+    name: str
+    cues: tuple[re.Pattern, ...]
+    ents: frozenset[str]
+    weight: float
+    full: tuple[str, ...]
+    pronoun: tuple[str, ...]
+    ellipsis: tuple[str, ...]
+    yesno_forms: frozenset[str]
+    subject: bool = False          # the concept must be the sentence's subject
+    needs_verb: bool = False       # the form asks with the sentence's verb ("How do I {V} {X}?")
+    needs_clause: bool = False     # the form asks with the sentence's clause ("When {clause}?")
+    needs_agent: bool = False      # the form asks for the passive's agent ("Who {past} {X}?")
+    needs_other: bool = False      # the form names a second concept ("How does {X} compare to {Y}?")
+    fallback: bool = False         # asked when nothing more specific is offered
+    negated_ok: bool = False       # a negated sentence offers it too ("Funds cannot be used for ..." is a limit)
+    about: str = "subject"         # which concept: the subject, else the one after / before the cue
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    generic_heads: frozenset[str]
+    edge_drop: frozenset[str]
+    anaphors: frozenset[str]
+    people_heads: frozenset[str]
+    people_intents: frozenset[str]
+    irregular_past: dict[str, str]
+    intents: dict[str, Intent]
+
+
+@lru_cache(maxsize=1)
+def lexicon() -> Lexicon:
+    """The lexicon, parsed and compiled once per process."""
+    data = tomllib.loads(_PATH.read_text(encoding="utf-8"))
+    intents = {}
+    for name, d in data["intents"].items():
+        intents[name] = Intent(
+            name=name, cues=tuple(re.compile(c, re.IGNORECASE) for c in d.get("cues", [])),
+            ents=frozenset(d.get("ents", [])), weight=float(d.get("weight", 1.0)), full=tuple(d["full"]),
+            pronoun=tuple(d.get("pronoun", [])), ellipsis=tuple(d.get("ellipsis", [])),
+            yesno_forms=frozenset(d.get("yesno_forms", [])), subject=bool(d.get("subject")),
+            needs_verb=bool(d.get("needs_verb")), needs_clause=bool(d.get("needs_clause")),
+            needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
+            fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
+            about=d.get("about", "subject"))
+    return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
+                   anaphors=frozenset(data["anaphors"]),
+                   people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
+                   irregular_past=dict(data["irregular_past"]),
+                   intents=intents)

@@ -1,0 +1,187 @@
+"""Each stage of the offline generator on small hand-written passages of several genres, with the questions it must
+and must not produce. No test pins a corpus's output: the passages are written here, and the assertions are about
+the kind of question (its intent, its concept, its words), not a whole generated text."""
+from __future__ import annotations
+
+import pytest
+
+from agents.synth.offline import lexicon as lx
+from agents.synth.offline.concepts import mentions, same
+from agents.synth.offline.discourse import Segment, Shares, ask, read
+from agents.synth.offline.forms import render
+from agents.synth.offline.intents import passage_offers
+
+ENCYCLOPEDIA = ("The Golden Gate Bridge is a suspension bridge spanning the Golden Gate strait. It was opened in 1937 "
+                "and was designed by Joseph Strauss. The bridge cost $35 million to build. It is located in San "
+                "Francisco, California.")
+MANUAL = ("To create a bucket, open the Object Storage console and click Create bucket. Bucket names must be unique "
+          "across the whole service and can contain up to 63 characters. You can delete a bucket only when it is "
+          "empty. Deleting a bucket takes a few minutes.")
+FORUM = ("I'd pay off the credit card before investing. The interest on a credit card is usually 20% or more, which "
+         "is higher than what the stock market returns on average. If you carry a balance, you lose money every "
+         "month. You should also keep an emergency fund of three to six months of expenses.")
+NOTICE = ("Applicants must be residents of the state for at least one year. The program provides grants of up to "
+          "$5,000 for home repairs. Applications are accepted until March 31. Funds cannot be used for new "
+          "construction.")
+TICKET = ("My laptop won't connect to the VPN after the update. The error says the certificate has expired. "
+          "Resetting the network adapter did not help. The support agent recommended reinstalling the VPN client, "
+          "which fixed the issue.")
+GENRES = {"encyclopedia": ENCYCLOPEDIA, "manual": MANUAL, "forum": FORUM, "notice": NOTICE, "ticket": TICKET}
+
+
+def _offers(text: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for o in passage_offers(text):
+        out.setdefault(o.intent, []).append(o)
+    return out
+
+
+def _questions(text: str) -> list[str]:
+    qs = []
+    for o in passage_offers(text):
+        for kind in ("full", "pronoun", "ellipsis"):
+            q = render(o, kind)
+            if q:
+                qs.append(q)
+    return qs
+
+
+# -- stage 1: concepts --------------------------------------------------------------------------------------------
+
+def test_concepts_need_no_title_or_name():
+    """A forum answer and a ticket (no title, no proper names to speak of) still have concepts to ask about."""
+    assert {"credit card", "emergency fund"} <= {c.text for c in mentions(FORUM).concepts}
+    assert {"network adapter", "certificate"} <= {c.text for c in mentions(TICKET).concepts}
+
+
+def test_concepts_drop_determiners_and_vague_heads():
+    texts = {c.text for c in mentions(MANUAL).concepts}
+    assert "bucket" in texts and "bucket names" in texts         # a noun before a vague head makes it specific
+    assert not any(t.split()[0] in ("the", "a", "these") for t in texts)
+    assert not {"way", "number", "thing"} & texts
+
+
+def test_a_sentence_start_capital_is_not_a_name():
+    c = next(c for c in mentions(MANUAL).concepts if c.key.startswith("bucket name"))
+    assert c.text == "bucket names" and not c.proper
+
+
+def test_same_concept_by_a_shorter_name():
+    cs = {c.text: c for c in mentions(ENCYCLOPEDIA).concepts}
+    assert same(cs["Golden Gate Bridge"], cs["Golden Gate Bridge"])
+    assert not same(cs["Golden Gate strait"], cs["Golden Gate Bridge"])
+
+
+# -- stage 2: intents ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,intent,concept", [
+    (ENCYCLOPEDIA, "definition", "Golden Gate Bridge"),
+    (ENCYCLOPEDIA, "time", "Golden Gate Bridge"),       # "It was opened in 1937": the pronoun is the subject
+    (ENCYCLOPEDIA, "cost", "bridge"),
+    (MANUAL, "procedure", "bucket"),
+    (MANUAL, "limit", "bucket names"),
+    (MANUAL, "duration", "deleting a bucket"),          # an activity as the subject
+    (FORUM, "advice", "emergency fund"),
+    (NOTICE, "requirement", "applicants"),
+    (NOTICE, "time", "applications"),
+    (TICKET, "fix", "laptop"),
+])
+def test_each_genre_offers_what_its_sentences_say(text, intent, concept):
+    assert concept in {o.concept.text for o in _offers(text).get(intent, [])}
+
+
+def test_a_negated_sentence_offers_no_purpose_but_may_offer_a_limit():
+    offers = _offers("Funds cannot be used for new construction. The grants help families repair their homes.")
+    assert not any("construction" in o.sentence for o in offers.get("purpose", []))
+
+
+def test_a_person_is_not_fixed_or_priced():
+    for o in passage_offers(TICKET):
+        assert not (o.concept.person and o.intent in ("fix", "cost", "procedure", "duration")), o
+
+
+# -- stage 3: forms -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("genre", list(GENRES))
+def test_every_form_is_a_short_question_in_common_words(genre):
+    qs = _questions(GENRES[genre])
+    assert qs, genre
+    for q in qs:
+        assert q[0].isupper() and q.endswith("?") and q.count("?") == 1, q
+        assert 2 <= len(q.split()) <= 18, q
+        assert "{" not in q and " i'd " not in f" {q.lower()} ", q
+
+
+def test_forms_ask_for_the_need_not_the_sentence():
+    """The sentence's own words beyond the concept stay out: no "Was the bridge designed by Joseph Strauss?"."""
+    qs = _questions(ENCYCLOPEDIA)
+    assert "How much does the bridge cost?" in qs
+    assert not any("Strauss" in q or "1937" in q or "35 million" in q for q in qs)
+
+
+def test_pronouns_agree_with_the_concept():
+    plural = next(o for o in passage_offers(MANUAL) if o.intent == "limit")
+    assert render(plural, "pronoun") == "Is there a limit on them?"
+    single = next(o for o in passage_offers(ENCYCLOPEDIA) if o.intent == "cost")
+    assert render(single, "pronoun") == "How much does it cost?"
+
+
+def test_every_rule_has_an_example_in_its_docstring():
+    for stage in lx.STAGES:
+        for r in lx.rules(stage):
+            assert r.__doc__ and '"' in r.__doc__, f"{stage}.{r.__name__} has no example"
+
+
+def test_the_lexicon_names_no_corpus_content():
+    """Word lists are general English: every template word is a function word, a question word or an intent's
+    word; the concept comes only from its slot."""
+    for intent in lx.lexicon().intents.values():
+        for t in (*intent.full, *intent.pronoun, *intent.ellipsis):
+            assert t.count("?") == 1 and t.endswith("?"), t
+
+
+# -- stage 4: discourse -------------------------------------------------------------------------------------------
+
+def _turn(text: str, offer) -> dict:
+    q = render(offer, "full")
+    return {"question": q, "standalone_question": q, "answer": offer.sentence, "gold_text": text}
+
+
+def test_a_segment_is_read_back_from_its_standalone_questions():
+    cost = next(o for o in passage_offers(ENCYCLOPEDIA) if o.intent == "cost")
+    seg = read([_turn(ENCYCLOPEDIA, cost)])
+    assert seg.focus.key == cost.concept.key and seg.last_intent == "cost"
+    assert ("cost", cost.concept.key) in seg.asked
+
+
+def test_a_follow_up_on_the_concept_leans_and_its_rewrite_names_it():
+    offers = passage_offers(ENCYCLOPEDIA)
+    first = next(o for o in offers if o.intent == "time")
+    seg = read([_turn(ENCYCLOPEDIA, first)])
+    location = next(o for o in offers if o.intent == "location" and same(o.concept, first.concept))
+    asked = ask(location, seg, Shares(pronoun=1.0, ellipsis=0.0, short=0.0), u=0.1)
+    assert asked.leans and asked.question.startswith("Where is it")
+    assert "Golden Gate Bridge" in asked.standalone and "Golden Gate Bridge" not in asked.question
+
+
+def test_an_ellipsis_asks_a_new_intent_of_the_same_concept():
+    offers = passage_offers(ENCYCLOPEDIA)
+    seg = read([_turn(ENCYCLOPEDIA, next(o for o in offers if o.intent == "location" and o.concept.text == "bridge"))])
+    cost = next(o for o in offers if o.intent == "cost")
+    asked = ask(cost, seg, Shares(pronoun=0.0, ellipsis=1.0, short=0.0), u=0.5)
+    assert asked.form == "ellipsis" and "bridge" not in asked.question and "bridge" in asked.standalone
+
+
+def test_an_opening_question_is_asked_in_full():
+    o = next(o for o in passage_offers(FORUM) if o.intent == "advice")
+    asked = ask(o, None, Shares(), u=0.0)
+    assert asked.question == asked.standalone and not asked.leans
+
+
+def test_a_new_concept_is_asked_in_full_without_an_invented_context():
+    offers = passage_offers(MANUAL)
+    seg = read([_turn(MANUAL, next(o for o in offers if o.intent == "procedure"))])
+    limit = next(o for o in offers if o.intent == "limit")
+    asked = ask(limit, seg, Shares(), u=0.9)
+    assert asked.standalone == render(limit, "full")        # nothing added the conversation did not say
+    assert isinstance(seg, Segment)
