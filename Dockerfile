@@ -5,7 +5,7 @@
 #   docker run --rm -e PREFECT_API_URL=http://HOST:4200/api mtr-suite-worker
 #
 # deploy/compose.yaml runs it next to a Prefect server (PostgreSQL) and an optional vLLM server;
-# deploy/kubernetes.md uses the same image as the job image of a Kubernetes work pool.
+# docs/how-to/kubernetes.md uses the same image as the job image of a Kubernetes work pool.
 # No secret is baked in: API keys arrive as environment variables at run time.
 FROM python:3.11-slim
 
