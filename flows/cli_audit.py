@@ -19,12 +19,14 @@ Examples::
 """
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 
 from common.errors import UserError, require_file
+from flows.cli_common import MAX_FAILURE_RATE_OPT, report_outcome
 
 DEFAULT_SPLIT = {"topiocqa": "dev"}
 
@@ -97,8 +99,10 @@ def print_result(res) -> None:
             rows.append([_short(*key), rs[-1]["n"], rs[-1]["n_skipped"],
                          *[("–" if r["mean"] is None else f"{r['mean']:.3f}") for r in rs],
                          sum(r["n_parse_failures"] for r in rs[:-1])])
-        print_table(f"{b['name']}: {b['selected']} of {b['turns']} turns audited (means; ensemble = per-item "
-                    "mean / majority)", ["metric", "n", "skip", *judges, "pf"], rows)
+        unscored = b["selected"] - b.get("scored", b["selected"])
+        print_table(f"{b['name']}: {b.get('scored', b['selected'])} of {b['turns']} turns audited"
+                    + (f" ({unscored} selected turns no judge scored)" if unscored else "")
+                    + " (means; ensemble = per-item mean / majority)", ["metric", "n", "skip", *judges, "pf"], rows)
     console.print("n = ensemble units; skip = turns not judged (no / missing gold, no answer); pf = parse failures. "
                   "dist = distinguishability (retr = retrieved negatives, bench = the benchmark's list, rev = "
                   "reversed order).", highlight=False)
@@ -148,6 +152,7 @@ def register(app: typer.Typer) -> None:
                                      help="Run as the mtr-audit Prefect flow (default: plain function, faster)."),
         dry_run: bool = typer.Option(False, "--dry-run",
                                      help="Print the LLM calls, tokens and cost the audit would spend; send nothing."),
+        max_failure_rate: Optional[float] = MAX_FAILURE_RATE_OPT,
     ) -> None:
         """Audit benchmarks with an ensemble of judges on four metrics (MTR-Eval).
 
@@ -175,6 +180,7 @@ def register(app: typer.Typer) -> None:
             except LLMConfigError as exc:
                 raise UserError(str(exc)) from None
         out_dir = out or Path("mtr-runs") / new_run_id("audit")
+        started = datetime.datetime.now(datetime.timezone.utc)
         try:
             if dry_run:
                 from evaluation.audit import estimate_audit
@@ -197,7 +203,13 @@ def register(app: typer.Typer) -> None:
             raise UserError(str(exc)) from None
         except LLMFatalError as exc:
             raise UserError(f"the LLM endpoint refused the audit: {exc}") from None
-        print_result(res)
+        from agents.outcome import call_outcome
+        outcome = call_outcome(res.out_dir, started, llm,
+                               [r["failure_message"] for r in res.scores if r["status"] == "failed"])
+        if not outcome.calls or outcome.ok:      # nothing to show when no LLM judgment came back
+            print_result(res)
+            report_outcome(outcome)
+        outcome.check(max_failure_rate)
 
     @app.command("audit-human")
     def audit_human_cmd(

@@ -5,6 +5,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable
 
+import typer
 from rich.console import Console
 from rich.table import Table
 
@@ -12,6 +13,10 @@ from common.errors import UserError
 
 console = Console()
 err_console = Console(stderr=True)
+
+MAX_FAILURE_RATE_OPT = typer.Option(None, "--max-failure-rate", min=0.0, max=1.0,
+                                    help="Fail (exit 2) when more than this share of the LLM calls failed "
+                                         "(0..1); a run whose every call failed always fails.")
 
 
 def resolve_run(run: str, runs_root: str = "mtr-runs") -> Path:
@@ -47,3 +52,10 @@ def progress_bars():
             yield prog
         finally:
             set_reporter(None)
+
+
+def report_outcome(outcome) -> None:
+    """Print the one-line summary of a command's LLM calls (:class:`agents.outcome.CallOutcome`)."""
+    line = outcome.summary()
+    if line:
+        console.print(line, style="yellow" if outcome.failed else None, highlight=False, soft_wrap=True)

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from flows.cli_common import console, print_table, progress_bars, resolve_run
+from flows.cli_common import MAX_FAILURE_RATE_OPT, console, print_table, progress_bars, report_outcome, resolve_run
 from flows.config import MTRConfig, load_config
 from common.errors import UserError
 from embedding.encoder import EmbeddingError
@@ -140,7 +140,8 @@ def register(app: typer.Typer) -> None:
                        None, help="Prefect global concurrency limit held by each synthesis batch "
                                   "(create it first: prefect gcl create NAME --limit N)"),
                    dry_run: bool = typer.Option(False, "--dry-run", help="estimate LLM calls, tokens and cost "
-                                                "(needs the spine; spends nothing)")):
+                                                "(needs the spine; spends nothing)"),
+                   max_failure_rate: Optional[float] = MAX_FAILURE_RATE_OPT):
         cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations, "cluster.grouping": grouping,
                             "llm_config": str(llm_config) if llm_config else None,
                             "load.text_field": text_field, "load.id_field": id_field,
@@ -152,7 +153,7 @@ def register(app: typer.Typer) -> None:
                 _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
             synthesis_dry_run(out, cfg)
             return
-        run_synthesis_cmd(out, cfg, corpus)
+        run_synthesis_cmd(out, cfg, corpus, max_failure_rate)
 
     @app.command(help="Run everything on the bundled example corpus with the embedded (offline) defaults:\n\n"
                       "spine -> synthesis (offline agents) -> BM25/dense/hybrid evaluation.\n\n"
@@ -175,8 +176,14 @@ def register(app: typer.Typer) -> None:
                       "so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")
 
 
-def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path]) -> dict:
+def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
+                      max_failure_rate: Optional[float] = None) -> dict:
+    """Spine (when ``corpus``) + synthesis; exits 2 (one line) when every LLM call failed or more
+    than ``max_failure_rate`` of them (:mod:`agents.outcome`), else prints their summary."""
+    import datetime
+
     from agents.errors import LLMError
+    from agents.outcome import call_outcome
     from flows.prefect_env import quiet_expected_failures
     from flows.synthesis import llm_config_for, run_synthesis
     from storage.locks import claim_run
@@ -188,17 +195,25 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path]) -> dict
         with claim_run(out):   # the spine and the synthesis under one lock of the run directory
             if corpus is not None:
                 _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
+            started = datetime.datetime.now(datetime.timezone.utc)
             with quiet_expected_failures(UserError, LLMError, ValueError, StoreError), progress_bars():
                 res = run_synthesis(str(out.resolve()), cfg)
     except UserError:
         raise
     except (LLMError, ValueError, StoreError) as exc:
         raise UserError(str(exc)) from exc
-    s = res["summary"]
-    print_table(f"Synthesis ({s['backend']} backend)", ["statistic", "value"], list(s.items()))
-    if res.get("stopped"):
-        console.print(f"[red]stopped early:[/red] {res['stopped']} (everything so far is saved; re-run to resume)")
-    console.print(f"benchmark exports: {res['export']['export_dir']}")
+    store = RunStore(str(out))
+    failures = store.read_table("failures", columns=["message"]).column("message").to_pylist() \
+        if store.has_table("failures") else []
+    outcome = call_outcome(store, started, llm_config_for(cfg), failures)
+    if not outcome.calls or outcome.ok:          # nothing to show when no LLM call was answered
+        s = res["summary"]
+        print_table(f"Synthesis ({s['backend']} backend)", ["statistic", "value"], list(s.items()))
+        if res.get("stopped"):
+            console.print(f"[red]stopped early:[/red] {res['stopped']} (everything so far is saved; re-run to resume)")
+        console.print(f"benchmark exports: {res['export']['export_dir']}")
+        report_outcome(outcome)
+    outcome.check(max_failure_rate)
     return res
 
 

@@ -121,7 +121,8 @@ def summary_markdown(result: Mapping[str, Any]) -> str:
               f"reversed pass: {'yes' if result['config']['reverse_pass'] else 'no'}.", ""]
     for b in result["benchmarks"]:
         judges, keys, cells = _wide(summary, b["name"])
-        lines += [f"## {b['name']} ({b['format']}: {b['turns']} turns, {b['selected']} audited)", "",
+        lines += [f"## {b['name']} ({b['format']}: {b['turns']} turns, {b['selected']} selected, "
+                  f"{b.get('scored', b['selected'])} audited: scored by a judge)", "",
                   "Cells: mean [95% CI] n = valid judgments; pf = parse failures; fail = other failures; "
                   "self = self-preference exclusions.", "",
                   "| metric | skipped | " + " | ".join(judges) + " |", "|---|---|" + "---|" * len(judges)]
@@ -218,8 +219,9 @@ def write_html(result: Mapping[str, Any], path: str | Path, heatmap: Path | None
              "<h2>Setup</h2>",
              _table(["judge", "kind", "endpoint", "model"],
                     [[j["name"], j["kind"], j.get("endpoint"), j.get("model")] for j in result["judges"]]),
-             _table(["benchmark", "format", "turns", "audited turns", "units judged per judge", "skipped (reason: n)"],
-                    [[b["name"], b["format"], b["turns"], b["selected"],
+             _table(["benchmark", "format", "turns", "selected turns", "audited turns (scored by a judge)",
+                     "units judged per judge", "skipped (reason: n)"],
+                    [[b["name"], b["format"], b["turns"], b["selected"], b.get("scored", b["selected"]),
                       ", ".join(f"{k}: {v}" for k, v in b["units"].items()),
                       ", ".join(f"{k}: {v}" for k, v in b["skipped_by_reason"].items()) or "none"]
                      for b in result["benchmarks"]]),

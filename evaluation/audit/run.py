@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -253,8 +254,11 @@ def finalize(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSpec],
         human = human_agreement(scores, items, ratings, [j.name for j in judges])
     generator_judge = generator_judge_rows(scores, human_means(ratings, [p.name for p in prepared]))
     out_dir = Path(store.path) if store is not None else Path(".")
+    # turns with at least one judgment that scored (a turn no judge scored is not 'audited')
+    scored = Counter(b for b, _ in {(r["benchmark"], r["sample_id"]) for r in scores if r["status"] == "ok"})
     res = AuditResult(out_dir=out_dir, run_id=store.run_id if store is not None else "audit", config=config,
                       judges=list(judges), benchmarks=[{"name": p.name, "format": p.format, **p.counts(),
+                                                        "scored": scored.get(p.name, 0),
                                                         "negatives": p.negatives} for p in prepared],
                       scores=scores, items=items, summary=summary, agreement=agreement, position=position,
                       candidates=candidates, missing_positives=missing, skipped=skipped, human=human,
