@@ -168,4 +168,20 @@ FAILURES = pa.schema([
     ("raw_output", pa.string()),
 ])
 
-SCHEMAS.update({"conversations": CONVERSATIONS, "turns": TURNS, "qrels": QRELS, "failures": FAILURES})
+GATE_REJECTIONS = pa.schema([              # one row per quality-gate rejection (agents.synth.gate), retried or final
+    ("sample_id", pa.string()),
+    ("conv_id", pa.string()),
+    ("turn", pa.int32()),
+    ("attempt", pa.int32()),
+    ("check", pa.string()),                 # the gate check (question_form, answer_grounded ...)
+    ("role", pa.string()),                  # the agent whose output failed it: questioner | answerer | humanizer
+    ("model", pa.string()),                 # that role's model (offline:<step> for the offline backend)
+    ("backend", pa.string()),
+    ("reason", pa.string()),
+    ("question", pa.string()),
+    ("answer", pa.string()),
+    ("final", pa.bool_()),                  # the turn failed on this attempt's rejection (its failures row)
+])
+
+SCHEMAS.update({"conversations": CONVERSATIONS, "turns": TURNS, "qrels": QRELS, "failures": FAILURES,
+                "gate_rejections": GATE_REJECTIONS})

@@ -37,6 +37,71 @@ class OfflineConfig(BaseModel):
         "the whole-corpus search that measures the history need"))
 
 
+GATE_CHECKS = ("question_form", "question_language", "consistency", "answer_present", "answer_not_passage",
+               "answer_grounded", "answer_fit", "no_giveaway", "qrels", "not_copy")
+"""The quality gate's checks (:mod:`agents.synth.gate`), in the order they run."""
+
+# the thresholds of each gate mode; a value set in [synth.gate] overrides its mode's
+GATE_PRESETS: dict[str, dict[str, float | int | bool]] = {
+    "default": {"min_question_words": 2, "max_question_words": 40, "require_question_mark": False,
+                "language_min_words": 3, "language_margin": 3.0, "min_script_share": 0.5,
+                "max_added_words": 3, "min_kept_share": 0.5,
+                "whole_passage_min_sentences": 4, "max_passage_share": 0.8,
+                "min_support": 0.6, "min_fit": 0.25,
+                "max_giveaway_share": 0.85, "max_copy_overlap": 0.8},
+    "strict": {"min_question_words": 3, "max_question_words": 25, "require_question_mark": True,
+               "language_min_words": 2, "language_margin": 2.0, "min_script_share": 0.8,
+               "max_added_words": 2, "min_kept_share": 0.6,
+               "whole_passage_min_sentences": 3, "max_passage_share": 0.7,
+               "min_support": 0.75, "min_fit": 0.3,
+               "max_giveaway_share": 0.8, "max_copy_overlap": 0.6},
+}
+
+
+class GateConfig(BaseModel):
+    """The quality gate after the verifier, whatever the backend (``[synth.gate]``, :mod:`agents.synth.gate`): named
+    checks of the question, its standalone form, the answer and the qrels; a candidate that fails one goes back to
+    the questioner with the check's reason, like a verifier rejection. ``mode`` picks the thresholds (``default``,
+    ``strict``; ``off`` runs no check); each threshold set here overrides the mode's (``GATE_PRESETS``). The
+    measured reason for each default is in ``docs/concepts/gate.md``."""
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["default", "strict", "off"] = Field("default", description="the thresholds' preset; off = no gate")
+    skip: list[Literal[GATE_CHECKS]] = Field(default_factory=list, description="checks not run")  # type: ignore[valid-type]
+    min_question_words: int | None = Field(None, ge=1, description="fewest words of a question")
+    max_question_words: int | None = Field(None, ge=1, description="most words of a question")
+    require_question_mark: bool | None = Field(None, description="a question must end with '?' (else a question's "
+                                               "first word also counts: what, is, can, tell me ...)")
+    language_min_words: int | None = Field(None, ge=1, description="shortest question whose language is tested "
+                                           "(shorter ones: the script only)")
+    language_margin: float | None = Field(None, gt=0, description=(
+        "nats per word by which py3langid may prefer another language to the gold passage's (or the corpus's)"))
+    min_script_share: float | None = Field(None, ge=0, le=1, description="least share of a question's letters in "
+                                           "the passage's script")
+    max_added_words: int | None = Field(None, ge=0, description=(
+        "content words the standalone form may add that are neither in the question as asked nor in the history"))
+    min_kept_share: float | None = Field(None, ge=0, le=1, description=(
+        "least share of the asked question's content words (2 or more) that its standalone form keeps"))
+    whole_passage_min_sentences: int | None = Field(None, ge=1, description=(
+        "a passage this long or longer (sentences) may not be answered by the whole of it"))
+    max_passage_share: float | None = Field(None, gt=0, le=1, description=(
+        "share of a passage's sentences an answer may repeat"))
+    min_support: float | None = Field(None, ge=0, le=1, description=(
+        "least share of the answer's content words and numbers found in its gold passage(s)"))
+    min_fit: float | None = Field(None, ge=-1, le=1, description=(
+        "least MiniLM cosine of the standalone question and the answer's first sentences"))
+    max_giveaway_share: float | None = Field(None, gt=0, le=1, description=(
+        "share of the answer's first sentence's content words above which the question contains its answer"))
+    max_copy_overlap: float | None = Field(None, gt=0, le=1, description=(
+        "word Jaccard of the question and a sentence of its passage above which the question is a copy"))
+
+    def resolved(self) -> dict[str, float | int | bool]:
+        """The thresholds in force: the mode's preset, overridden by the values set here (empty for ``off``)."""
+        if self.mode == "off":
+            return {}
+        own = {k: v for k, v in self.model_dump().items() if k not in ("mode", "skip") and v is not None}
+        return {**GATE_PRESETS[self.mode], **own}
+
+
 _LEGACY_OFFLINE = {"offline_pronoun_share": "pronoun_share", "offline_short_share": "short_share",
                    "offline_ellipsis_share": "ellipsis_share", "offline_rare_word_weight": "rare_word_weight",
                    "offline_history_need_weight": "history_need_weight",
@@ -100,6 +165,8 @@ class SynthConfig(BaseModel):
     humanize_first_turn: bool = False
     offline: OfflineConfig = Field(default_factory=lambda: OfflineConfig(), description=(
         "the offline backend's discourse shares and ranking weights (``[synth.offline]``)"))
+    gate: GateConfig = Field(default_factory=lambda: GateConfig(), description=(
+        "the quality gate after the verifier, for every backend (``[synth.gate]``)"))
     concurrency: int = Field(8, ge=1, description="conversations in flight per batch")
     batch_size: int = Field(16, ge=1, description="conversations per Prefect task")
     test_share: float = Field(0.2, ge=0, le=1, description="share of conversations in the test split")

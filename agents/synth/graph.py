@@ -4,7 +4,9 @@ Nodes: questioner (evidence selection, then the question) -> answerer -> verifie
 uniqueness -> humanizer (then the turn's commit), looping per turn; a turn that fails or gives up
 goes to ``commit`` directly. Bookkeeping without an LLM call runs inside the LLM node next to it
 (selection before the questioner, the commit after the humanizer): every LLM node is still
-checkpointed, with two graph steps (and checkpoints) fewer per turn. The verifier and the uniqueness checker send the turn
+checkpointed, with two graph steps (and checkpoints) fewer per turn. The quality gate (``gate``: the same named checks
+for every backend) runs in the verifier's node on the candidate the verifier accepted, and on the humanizer's rewrite
+before the commit. The verifier, the gate and the uniqueness checker send the turn
 back to the questioner with their reason, at most ``max_attempts`` times; then the turn is
 recorded as failed (not dropped). A hard topic switch moves the conversation to another
 topic's cluster at a seeded turn; the first question after it is standalone and is humanized
@@ -26,14 +28,14 @@ from typing import Any, Awaitable, Callable
 
 from langgraph.graph import END, START, StateGraph
 
-from agents.synth import answerer, humanizer, questioner, turn, uniqueness, verifier
+from agents.synth import answerer, gate, humanizer, questioner, turn, uniqueness, verifier
 from agents.synth.state import ConvState, GraphContext
 
 __all__ = ["ConvState", "GraphContext", "build_graph", "GRAPH_VERSION"]
 
 # the node layout: part of every checkpoint thread's key (agents.synth.run.synthesis_key), so a
 # checkpoint written by another layout is never resumed by this one
-GRAPH_VERSION = "g2-root-state-select-in-question-commit-in-humanize"
+GRAPH_VERSION = "g3-gate-in-verify"
 
 
 def _after_call(state: ConvState, max_attempts: int, accepted: str, empty_extra: int = 0) -> str:
@@ -94,12 +96,17 @@ def build_graph(ctx: GraphContext, checkpointer=None):
         state = {**state, **await turn.select(ctx, state)}
         return {**state, **await questioner.node(ctx, state)}
 
+    async def verify_then_gate(state: dict) -> dict:
+        state = {**state, **await verifier.node(ctx, state)}
+        return {**state, **gate.node(ctx, state)}
+
     async def humanize_then_commit(state: dict) -> dict:
         state = {**state, **await humanizer.node(ctx, state)}
+        state = {**state, **gate.guard_rewrite(ctx, state)}
         return {**state, **await turn.commit(state)}
 
     nodes: dict[str, Any] = {"question": select_then_question,
-                             "answer": bind(answerer.node), "verify": bind(verifier.node),
+                             "answer": bind(answerer.node), "verify": verify_then_gate,
                              "unique": bind(uniqueness.node), "humanize": humanize_then_commit,
                              "commit": plain(turn.commit), "retry": plain(turn.next_attempt)}
     g = StateGraph(dict)

@@ -31,7 +31,7 @@ from agents.synth.turn import once_per_corpus
 from common.aio import run as aio_run
 from embedding.encoder import model_id
 from embedding.vectors import read_embeddings, vectors_of
-from storage.schemas import CONVERSATIONS, FAILURES, QRELS, TURNS, table_from_rows
+from storage.schemas import CONVERSATIONS, FAILURES, GATE_REJECTIONS, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
 
 
@@ -241,7 +241,7 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha
     shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
     from agents.synth.graph import GRAPH_VERSION
     blob = json.dumps({"synth": shaping, "agents": agents, "corpus": corpus_sha or corpus_hash(corpus),
-                       "graph": GRAPH_VERSION}, sort_keys=True)
+                       "graph": GRAPH_VERSION, "gate": gate_code_hash()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -253,6 +253,16 @@ def offline_code_hash() -> str:
                                                   ("questioner", "answerer", "verifier", "uniqueness", "humanizer")]
     h = hashlib.sha256()
     for f in files:
+        h.update(f.name.encode() + b"\x00" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def gate_code_hash() -> str:
+    """A hash of the quality gate's source (``gate.py``, ``gate_text.py``): a change of its checks starts fresh
+    checkpoints (its thresholds are in the settings)."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    for f in (root / "gate.py", root / "gate_text.py"):
         h.update(f.name.encode() + b"\x00" + f.read_bytes())
     return h.hexdigest()[:16]
 
@@ -362,7 +372,7 @@ def split_of(seed: int, conv_id: str, test_share: float) -> str:
 
 def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cfg: SynthConfig) -> dict[str, Any]:
     """Write conversations, turns, qrels and failures from the conversations' states (joined on ids)."""
-    conv_rows, turn_rows, qrel_rows, fail_rows = [], [], [], []
+    conv_rows, turn_rows, qrel_rows, fail_rows, gate_rows = [], [], [], [], []
     for p in plans:
         st = states.get(p.conv_id)
         if not st:
@@ -387,17 +397,31 @@ def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cf
                 qrel_rows.append({"sample_id": t["sample_id"], "doc_id": e["doc_id"], "grade": 1,
                                   "provenance": "uniqueness", "reason": e["reason"]})
         fail_rows.extend({k: f.get(k) for k in FAILURES.names} for f in st.get("failures", []))
+        gate_rows.extend(gate_rejection_rows(st))
     store.write_table("conversations", table_from_rows(conv_rows, CONVERSATIONS))
     store.write_table("turns", table_from_rows(turn_rows, TURNS))
     store.write_table("qrels", table_from_rows(qrel_rows, QRELS))
     store.write_table("failures", table_from_rows(fail_rows, FAILURES))
+    store.write_table("gate_rejections", table_from_rows(gate_rows, GATE_REJECTIONS))
     ok = [t for t in turn_rows if t["status"] == "ok"]
     return {"conversations": len(conv_rows), "turns_ok": len(ok), "turns_failed": len(turn_rows) - len(ok),
             "qrels": len(qrel_rows), "extra_positives": sum(r["provenance"] == "uniqueness" for r in qrel_rows),
             "switches": sum(r["switch_turn"] is not None for r in conv_rows),
             "unanswerable": sum(t["answerability"] == "UNANSWERABLE" for t in ok),
             "turns_flagged": sum(bool(t.get("flags")) for t in ok),
+            "gate_rejections": len(gate_rows), "turns_failed_by_gate": len({r["sample_id"] for r in gate_rows
+                                                                            if r["final"]}),
             "backend": ",".join(sorted({r["backend"] for r in conv_rows if r["backend"]})) or "none"}
+
+
+def gate_rejection_rows(state: dict) -> list[dict]:
+    """The conversation's quality-gate rejections (``gate_log``, :mod:`agents.synth.gate`) as ``gate_rejections``
+    rows; ``final`` marks those of a failed turn's last attempt when the gate's rejection failed it."""
+    failed = {t["sample_id"]: t.get("verifier_attempts", 0) - 1 for t in state.get("turns", [])
+              if t["status"] == "failed" and (t.get("failure_reason") or "").split("last: ", 1)[-1].startswith("gate:")}
+    return [{**{k: r.get(k) for k in GATE_REJECTIONS.names},
+             "final": r["role"] != "humanizer" and failed.get(r["sample_id"]) == r.get("attempt")}
+            for r in state.get("gate_log", [])]
 
 
 def planned_workload(plans: list[ConvPlan], corpus: dict[str, dict], cfg: SynthConfig) -> list[tuple[Any, list]]:

@@ -41,6 +41,7 @@ class ConvState(TypedDict, total=False):
     # results
     turns: list[dict]
     failures: list[dict]
+    gate_log: list[dict]         # every quality-gate rejection of the conversation (agents.synth.gate)
     done: bool
 
 

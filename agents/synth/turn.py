@@ -232,8 +232,10 @@ async def commit(state: ConvState) -> dict:
         rec = {**base, "status": "failed", "question": None, "question_original": None, "standalone_question": None,
                "answer": None, "gold_doc_ids": [], "extra_positives": [], "answerability": None,
                "failure_reason": reason}
+        # the last rejection's agent: the quality gate's reasons start "gate:" (agents.synth.gate)
+        rejected_by = "gate" if (state.get("feedback") or "").startswith("gate:") else "verifier"
         failures.append({"sample_id": base["sample_id"], "conv_id": state["conv_id"], "turn": turn,
-                         "step": err["step"] if err else "verifier", "kind": err["kind"] if err else "rejected",
+                         "step": err["step"] if err else rejected_by, "kind": err["kind"] if err else "rejected",
                          "message": reason, "raw_output": (err or {}).get("raw_output")})
     else:
         gold = [] if cand["unanswerable"] else [cand["gold"], *cand.get("also_gold", [])]
