@@ -141,11 +141,16 @@ def register(app: typer.Typer) -> None:
                                   "(create it first: prefect gcl create NAME --limit N)"),
                    dry_run: bool = typer.Option(False, "--dry-run", help="estimate LLM calls, tokens and cost "
                                                 "(needs the spine; spends nothing)"),
-                   max_failure_rate: Optional[float] = MAX_FAILURE_RATE_OPT):
+                   max_failure_rate: Optional[float] = MAX_FAILURE_RATE_OPT,
+                   gate: Optional[str] = typer.Option(None, "--gate", help="the quality gate after the verifier, for "
+                                                      "every backend: default | strict | off (synth.gate.mode)"),
+                   no_audit: bool = typer.Option(False, "--no-audit", help="skip the self-audit (MTR-Eval on the new "
+                                                 "benchmark, written to its dataset card)")):
         cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations, "cluster.grouping": grouping,
                             "llm_config": str(llm_config) if llm_config else None,
                             "load.text_field": text_field, "load.id_field": id_field,
-                            "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address)})
+                            "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address),
+                            "synth.gate.mode": gate, "self_audit.enabled": False if no_audit else None})
         if dry_run:
             from flows.synthesis import llm_config_for
             llm_config_for(cfg)   # a missing or invalid --llm-config fails before the spine runs
@@ -212,9 +217,32 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
         if res.get("stopped"):
             console.print(f"[red]stopped early:[/red] {res['stopped']} (everything so far is saved; re-run to resume)")
         console.print(f"benchmark exports: {res['export']['export_dir']}")
+        print_self_audit(res)
         report_outcome(outcome)
     outcome.check(max_failure_rate)
     return res
+
+
+def print_self_audit(res: dict) -> None:
+    """One line on the quality gate and the self-audit of a synthesis run (the card has both in full)."""
+    from rich.markup import escape
+    s = res.get("summary") or {}
+    if "gate_rejections" in s:
+        console.print(f"quality gate: {s['gate_rejections']} rejection(s), {s.get('turns_failed_by_gate', 0)} turn(s) "
+                      "failed on it (table gate_rejections)")
+    audit = res.get("audit")
+    if audit is None:
+        return
+    if audit.get("skipped"):
+        console.print(f"[yellow]self-audit: not audited ({audit['skipped']})[/yellow]")
+        return
+    means = escape(", ".join(f"{m} {v['mean']:.2f}" for m, v in (audit.get("ensemble") or {}).items()
+                             if v.get("mean") is not None))
+    heur = " (offline heuristic judges)" if audit.get("offline_judges") and len(audit["offline_judges"]) == len(
+        audit.get("judges") or []) else ""
+    cost = audit.get("cost") or {}
+    console.print(f"self-audit{heur}: {means}; cost ${cost.get('cost_usd', 0.0):.4f} ({cost.get('calls', 0)} calls); "
+                  f"report {audit.get('out_dir')}/report.html")
 
 
 def synthesis_dry_run(out: Path, cfg: MTRConfig) -> None:

@@ -54,6 +54,19 @@ class ScaleConfig(BaseModel):
                                                                 "`prefect gcl create NAME --limit N`")
 
 
+class SelfAuditConfig(BaseModel):
+    """The ``[self_audit]`` section: MTR-Eval on every benchmark ``mtr synthesize`` writes
+    (:mod:`evaluation.audit.self_audit`; ``--no-audit`` turns it off). The heuristic judges always run; with an LLM
+    config each of its endpoints is an LLM judge too, never on turns its own model wrote."""
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(True, description="audit the benchmark at the end of every synthesis run")
+    judges: list[str] | None = Field(None, description="judge names as `mtr audit --judge` (default: the heuristic "
+                                     "judges, plus one LLM judge per endpoint of the LLM config)")
+    llm_judges: bool = Field(True, description="with the default judges, add the LLM config's endpoints as judges")
+    sample: int | None = Field(None, ge=1, description="audit a seeded sample of this many turns (default: all)")
+    reverse_pass: bool = Field(False, description="judge every candidate list a second time, reversed")
+
+
 class MTRConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     runs_root: str = Field("mtr-runs", description="where run directories are created")
@@ -71,6 +84,7 @@ class MTRConfig(BaseModel):
                                                         "one across benchmark versions)")
     eval: "EvalConfig" = Field(default_factory=lambda: EvalConfig())
     scale: ScaleConfig = Field(default_factory=ScaleConfig)
+    self_audit: SelfAuditConfig = Field(default_factory=SelfAuditConfig)
 
     def stage_hash(self, *sections: str) -> str:
         data = {s: getattr(self, s).model_dump(mode="json") if hasattr(getattr(self, s), "model_dump")

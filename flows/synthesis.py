@@ -34,6 +34,7 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 
 from embedding.stage import default_cache_dir
+from evaluation.card_quality import audit_section, gate_section, write_audit_section
 from flows.config import MTRConfig
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
@@ -211,6 +212,36 @@ def card_sections(store, synth_cfg) -> list[str]:
     return sections
 
 
+def quality_sections(store, cfg: MTRConfig) -> list[str]:
+    """The card's quality sections (:mod:`evaluation.card_quality`): the gate's rejections per check, role and model,
+    and the self-audit's place (filled in by :func:`self_audit_task` once the audit has run; with ``--no-audit`` it
+    says so)."""
+    gate = store.read_table("gate_rejections").to_pylist() if store.has_table("gate_rejections") else []
+    turns = store.read_table("turns", columns=["status"]).column("status").to_pylist()
+    sections = [gate_section(gate, cfg.synth.gate.mode, cfg.synth.gate.resolved(), sum(s == "ok" for s in turns),
+                             len({r["sample_id"] for r in gate if r["final"]}))]
+    sections.append(audit_section(None, "the audit is running" if cfg.self_audit.enabled
+                                  else "turned off (`--no-audit` / `self_audit.enabled = false`)"))
+    return sections
+
+
+@task(name="self-audit", cache_policy=NO_CACHE, tags=["mtr", "stage:audit"])
+def self_audit_task(run_dir: str, config: dict, card: str | None, stopped: str | None = None) -> dict:
+    """MTR-Eval on the new benchmark, into ``<run>/audit`` and the run's ``self_audit`` table
+    (:func:`evaluation.audit.self_audit.self_audit_or_reason`), then its section on the card. After a budget stop no
+    LLM judge spends more."""
+    from evaluation.audit.self_audit import self_audit_or_reason   # costly: the judges' indexes (bm25s, torch)
+    cfg = MTRConfig.model_validate(config)
+    store = RunStore(run_dir)
+    a = cfg.self_audit
+    result = self_audit_or_reason(run_dir, llm_config_for(cfg), judges=a.judges,
+                                  llm_judges=a.llm_judges and not stopped,
+                                  options={"sample": a.sample, "reverse_pass": a.reverse_pass,
+                                           "embedding_cache": str(default_cache_dir(store, cfg))})
+    write_audit_section(card, result)
+    return result
+
+
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str) -> dict:
     from agents.synth.run import ConvPlan, assemble, read_states
@@ -222,7 +253,7 @@ def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str) -> di
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
                            hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts,
                            human_cost_source=cfg.synth.human_cost_source,
-                           card_sections=card_sections(store, cfg.synth))
+                           card_sections=card_sections(store, cfg.synth) + quality_sections(store, cfg))
     return {"summary": summary, "export": exp}
 
 
@@ -266,6 +297,9 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
 
     stopped = run_batches(run_dir, config, batches, prep, len(ids), on_done)
     res = assemble_task(run_dir=run_dir, config=config, plans=plans, key=prep["key"])
+    if cfg.self_audit.enabled:     # MTR-Eval on the new benchmark; its section replaces the card's placeholder
+        card = str(Path(res["export"]["export_dir"]) / "README.md") if res["export"].get("export_dir") else None
+        res["audit"] = self_audit_task(run_dir=run_dir, config=config, card=card, stopped=stopped)
     RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
     publish_markdown(f"synth-{slug(run_name, 50)}", lambda: _markdown(run_dir, res, stopped),
                      "MTR-Suite synthesis summary")
@@ -277,6 +311,10 @@ def _markdown(run_dir: str, res: dict, stopped: str | None) -> str:
     lines = [f"# Synthesis `{Path(run_dir).name}`", "", f"Backend: **{s['backend']}**", "",
              "| statistic | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in s.items()]
     lines += ["", f"Exports: `{res['export']['export_dir']}`"]
+    audit = res.get("audit") or {}
+    if audit.get("ensemble"):
+        lines += ["", "Self-audit (ensemble means): " + ", ".join(
+            f"{m} {v['mean']:.2f}" for m, v in audit["ensemble"].items() if v.get("mean") is not None)]
     if stopped:
         lines += ["", f"**Stopped early:** {stopped}"]
     return "\n".join(lines)

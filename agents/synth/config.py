@@ -66,7 +66,8 @@ class GateConfig(BaseModel):
     measured reason for each default is in ``docs/concepts/gate.md``."""
     model_config = ConfigDict(extra="forbid")
     mode: Literal["default", "strict", "off"] = Field("default", description="the thresholds' preset; off = no gate")
-    skip: list[Literal[GATE_CHECKS]] = Field(default_factory=list, description="checks not run")  # type: ignore[valid-type]
+    skip: list[Literal[GATE_CHECKS]] = Field(  # type: ignore[valid-type]
+        default_factory=list, description="checks not run")
     min_question_words: int | None = Field(None, ge=1, description="fewest words of a question")
     max_question_words: int | None = Field(None, ge=1, description="most words of a question")
     require_question_mark: bool | None = Field(None, description="a question must end with '?' (else a question's "

@@ -79,7 +79,8 @@ def test_question_form_holds_the_standalone_form_too():
 
 @pytest.mark.parametrize("question", ["Quand le mur de Berlin a-t-il été construit ?",
                                       "Wann wurde die Berliner Mauer gebaut?", "¿Quién lo construyó?",
-                                      "Когда была построена Берлинская стена?", "柏林墙是什么时候建造的？"])
+                                      "Когда была построена Берлинская стена?",
+                                      "柏林墙是什么时候建造的？"])
 def test_question_language_and_script(question):
     assert "question_language" in _fails(_x(question=question))
 
