@@ -30,10 +30,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agents.errors import LLMConfigError
 from agents.secrets import redact, register_config_secrets, scrub
+from common.configfile import read_config_file
 
 RoleKind = Literal["generation", "judge"]
 Backend = Literal["openai", "offline"]
@@ -56,7 +57,6 @@ class _Strict(BaseModel):
 def validation_message(exc: Exception) -> str:
     """A pydantic validation error as one line of ``field: problem`` items, without the
     offending values (a misplaced key would be echoed otherwise); other errors scrubbed."""
-    from pydantic import ValidationError
     if isinstance(exc, ValidationError):
         items = []
         for e in exc.errors(include_input=False, include_url=False, include_context=False):
@@ -333,7 +333,6 @@ class LLMConfig(_Strict):
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMConfig":
         """Load a YAML, JSON or TOML file (an ``llm:`` top-level key is accepted)."""
-        from common.configfile import read_config_file
         p = Path(path)
         data = read_config_file(p, what="LLM config", section="llm", error=LLMConfigError)
         try:

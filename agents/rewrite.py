@@ -13,7 +13,9 @@ from pydantic import BaseModel, Field
 
 from agents.config import Sampling
 from agents.quoting import DATA_RULE
+from agents.session import run_batch
 from agents.steps import LLMStep
+from agents.synth.text import content_words
 
 _PRONOUN = re.compile(r"\b(it|its|they|them|their|this|that|these|those|he|she|his|her)\b", re.IGNORECASE)
 
@@ -46,7 +48,6 @@ class QueryRewriter(LLMStep):
     def offline(self, x: dict) -> RewriteOut:
         """When the question leans on context (pronoun, ellipsis, under 6 words), add the previous user
         turn's content words in parentheses: a deterministic contextual rewrite for retrieval."""
-        from agents.synth.text import content_words
         turns = x["turns"]
         q = turns[-1]["text"].strip()
         prev = [t["text"] for t in turns[:-1] if t["role"] == "user"]
@@ -58,7 +59,6 @@ class QueryRewriter(LLMStep):
 
 def rewrite_all(conversations: dict[str, Sequence[dict]], llm_config, store=None) -> tuple[dict[str, str], str]:
     """Rewrites for every conversation id; returns (rewrites, backend used)."""
-    from agents.session import run_batch
     ids = list(conversations)
     step = QueryRewriter()
     batch = run_batch(llm_config, step, [{"turns": list(conversations[i])} for i in ids], item_ids=ids, store=store)

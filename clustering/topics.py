@@ -185,7 +185,7 @@ def fit_topics_sampled(vectors: np.ndarray, texts: list[str], cfg: TopicConfig) 
         _, nn = index.search(np.ascontiguousarray(z, dtype=np.float32), 1)
         labels[a:a + step] = s_labels[nn[:, 0]]
         probs[a:a + step] = s_probs[nn[:, 0]]
-    from clustering.knn.ivf import default_threads, pool_map
+    from clustering.knn.ivf import default_threads, pool_map   # costly: clustering.knn at CLI start-up
     for _ in pool_map(assign, range(0, n, step), default_threads(None)):
         pass
     labels[sample] = s_labels

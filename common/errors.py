@@ -6,6 +6,11 @@ and exit code 2.
 """
 from __future__ import annotations
 
+import os
+import stat
+
+from common.text import visible
+
 
 class UserError(Exception):
     """An expected failure caused by input or configuration; shown as one sentence."""
@@ -19,8 +24,6 @@ def format_error(exc: BaseException) -> str:
 def path_problem(path, want: str = "file") -> str | None:
     """Why ``path`` cannot be used as a ``want`` ("file" or "directory"), as the end of a sentence
     ("does not exist", "is a directory, not a file" ...), or None when it can."""
-    import os
-    import stat
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -46,7 +49,6 @@ def require_file(path, what: str, error: type[Exception] = UserError) -> None:
 def require_visible(name: str, what: str) -> None:
     """Raise ``UserError`` when ``name`` shows nothing once its invisible characters (zero-width
     spaces, format characters, white space) are removed."""
-    from common.text import visible
     if not visible(name):
         raise UserError(f"{what} {name!r} is empty once invisible characters (zero-width spaces, format "
                         f"characters) are removed; give a visible {what}")

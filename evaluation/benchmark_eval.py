@@ -14,7 +14,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from evaluation.metrics import EvalResult, evaluate
-from storage.benchmark import Benchmark
+from retrieval import indexed_retriever
+from retrieval.queries import QueryBuilder
+from storage.benchmark import Benchmark, load_benchmark
+from storage.formats import write_trec_run
 
 
 @dataclass
@@ -30,7 +33,6 @@ def build_mode_queries(bench: Benchmark, mode: str, retriever: str, rewriter=Non
                        notes: dict | None = None) -> dict[str, str]:
     """One query per turn with qrels. ``rewriter`` (an LLM config, offline or not) fills the turns
     the benchmark gives no rewrite for in ``rewrite`` mode; which backend did so goes to ``notes``."""
-    from retrieval.queries import QueryBuilder
     convs = {t.sample_id: t.messages() for t in bench.turns if t.gold}
     rewrites = {t.sample_id: t.rewrite for t in bench.turns if t.gold and t.rewrite}
     if mode == "rewrite":
@@ -39,7 +41,7 @@ def build_mode_queries(bench: Benchmark, mode: str, retriever: str, rewriter=Non
             raise ValueError(f"query mode 'rewrite' needs a rewrite for every turn; {len(missing)} turns have none "
                              f"(e.g. {missing[0]}); pass --rewriter offline|llm or pick another mode")
         if missing:
-            from agents.rewrite import rewrite_all
+            from agents.rewrite import rewrite_all   # costly: openai, aiohttp (LLM rewrites only)
             extra, backend = rewrite_all({s: convs[s] for s in missing}, rewriter)
             rewrites.update(extra)
             if notes is not None:
@@ -58,7 +60,6 @@ def evaluate_benchmark(bench: Benchmark, retrievers: Sequence[str], query_modes:
                        index_dir: str | Path | None = None, cache_dir: str | Path | None = None,
                        ks: Sequence[int] = (1, 3, 5, 10, 20),
                        progress: Callable[[str, int, int], None] | None = None, rewriter=None) -> BenchmarkEval:
-    from retrieval import indexed_retriever
     docs = [(d, doc.text) for d, doc in bench.corpus.items()]
     qrels = bench.qrels
     if not qrels:
@@ -103,9 +104,7 @@ def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[st
     Returns ``(bench, BenchmarkEval, ReportFiles, out_dir)``. For ``ours`` the report goes to
     ``<benchmark>/eval`` and dense embeddings are shared with the spine's cache.
     """
-    from evaluation.report import write_report
-    from storage.benchmark import load_benchmark
-    from storage.formats import write_trec_run
+    from evaluation.report import write_report   # costly: scipy
 
     benchmark = Path(benchmark)
     bench = load_benchmark(benchmark, fmt, domain=domain)

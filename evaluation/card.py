@@ -80,7 +80,7 @@ def difficulty_section(results: Mapping[str, Any], positions: Mapping[str, int |
                        measure: str = "recall_20") -> str:
     """Per ``retriever/mode`` (``{key: EvalResult}``): mean ``measure`` per turn and per turns
     since the topic switch (``no_switch`` before any)."""
-    from evaluation.breakdown import per_switch_position, per_turn
+    from evaluation.breakdown import per_switch_position, per_turn   # costly: numpy, pyarrow (this module is stdlib-only)
     lines = ["## Difficulty of the evaluated retrievers", ""]
     for kind, fn in (("turn", lambda r: per_turn(r, [measure])),
                      ("turns since the topic switch", lambda r: per_switch_position(r, positions, [measure]))):

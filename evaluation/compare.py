@@ -26,7 +26,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
+from evaluation.benchmark_eval import evaluate_benchmark
+from evaluation.discrimination import discrimination, significant_pairs
 from storage.benchmark import Benchmark
+from storage.store import RunStore, StoreError
 
 MEASURES = ("recall_20", "ndcg_cut_5")
 LABELS = {"recall_20": "Recall@20", "ndcg_cut_5": "nDCG@5", "recall_5": "Recall@5", "recip_rank_10": "MRR@10"}
@@ -77,8 +82,6 @@ def compare_benchmarks(benches: Sequence[Benchmark], retrievers: Sequence[str], 
         progress: called with a line per finished evaluation.
         evaluate_fn: stand-in for :func:`evaluation.benchmark_eval.evaluate_benchmark` (tests).
     """
-    from evaluation.benchmark_eval import evaluate_benchmark
-    from evaluation.discrimination import discrimination, significant_pairs
     names = [b.name for b in benches]
     if len(set(names)) != len(names):
         raise ValueError(f"benchmark names must be distinct, got {names}")
@@ -124,7 +127,6 @@ def audit_means(runs: Sequence[str | Path], benchmarks: Sequence[str]) -> tuple[
     negatives) per benchmark named in ``benchmarks``, from audit run directories; and the
     offline heuristic judges any of them used. A benchmark audited in several runs takes the
     last run's values."""
-    from storage.store import RunStore, StoreError
     cells: dict[tuple[str, str, str], dict[str, Any]] = {}
     offline: list[str] = []
     for run in runs:
@@ -196,8 +198,7 @@ def comparison_markdown(c: Comparison) -> str:
 def plot_scores(c: Comparison, path: str | Path) -> Path:
     """Figure 2(b): one panel per measure (rows: query modes), grouped bars per benchmark, one
     bar per retriever."""
-    import numpy as np
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure   # costly: matplotlib
     meas, modes, retr = c.settings["measures"], c.settings["modes"], c.settings["retrievers"]
     benches = [b["name"] for b in c.benchmarks]
     cell = {(r["benchmark"], r["retriever"], r["mode"]): r for r in c.scores}
@@ -225,8 +226,7 @@ def plot_audit(c: Comparison, path: str | Path) -> Path | None:
     for distinguishability) mapped to 0-1, values written in the cells."""
     if not c.audit:
         return None
-    import numpy as np
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure   # costly: matplotlib
     benches = [b["name"] for b in c.benchmarks]
     acell = {(r["benchmark"], r["metric"]): r["mean"] for r in c.audit}
     mat = np.full((len(AUDIT_METRICS), len(benches)), np.nan)

@@ -119,7 +119,7 @@ def significant_pairs(results: Mapping[str, EvalResult], measure: str = DEFAULT_
         n_resamples / seed: of the randomisation test.
         correction: ``none`` (each pair at ``alpha``) or ``holm``.
     """
-    from evaluation.significance import paired_randomization_test
+    from evaluation.significance import paired_randomization_test   # costly: scipy
     if correction not in ("none", "holm"):
         raise ValueError(f"correction must be 'none' or 'holm', got {correction!r}")
     names = list(results)

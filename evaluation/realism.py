@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -149,7 +150,6 @@ RARE_DF = 0.005
 
 def rare_words(corpus: dict) -> set[str]:
     """Content words in at least one and fewer than ``RARE_DF`` of the corpus passages (title or text)."""
-    from collections import Counter
     df: Counter = Counter()
     for d in corpus.values():
         df.update(content_words(f"{d.title or ''} {d.text}"))
@@ -168,7 +168,7 @@ def evaluate_modes(bench, retrievers: Sequence[str] = ("bm25", "dense"),
                    modes: Sequence[str] = ("last_turn", "rewrite", "full_history"), index_dir=None, cache_dir=None):
     """The searches and per-query scores behind :func:`retrieval_table` and :func:`ratio_breakdown` (run once,
     read by both)."""
-    from evaluation.benchmark_eval import evaluate_benchmark
+    from evaluation.benchmark_eval import evaluate_benchmark   # costly: numpy, pyarrow (this module is stdlib-only)
     return evaluate_benchmark(bench, list(retrievers), list(modes), depth=20, index_dir=index_dir,
                               cache_dir=cache_dir, ks=(5, 10))
 
@@ -240,7 +240,7 @@ def ratio_breakdown(bench, retriever: str = "bm25", index_dir=None, cache_dir=No
     (:func:`evaluation.bootstrap.ratio_ci`), and ``measure`` by :func:`turn_kind` (n, last turn, rewrite): which
     turns make the ratio. Over the turns with qrels; a turn missing from a run scores 0 (trec_eval's
     ``-c``). ``ev``: an :func:`evaluate_modes` result that holds both modes for ``retriever`` (else searched here)."""
-    from evaluation.bootstrap import ratio_ci
+    from evaluation.bootstrap import ratio_ci   # costly: numpy (this module is stdlib-only)
     if ev is None:
         ev = evaluate_modes(bench, [retriever], ["last_turn", "rewrite"], index_dir, cache_dir)
     per = {}

@@ -76,7 +76,7 @@ def switch_distances(conversations: Sequence[Mapping[str, Any]], groups: Mapping
 def run_stats(run_dir: str) -> dict[str, Any]:
     """All of the above for a synthesis run directory (plus turn and conversation counts)."""
     from embedding.vectors import read_embeddings   # costly: pyarrow (this module is numpy-only)
-    from storage.store import RunStore
+    from storage.store import RunStore   # costly: pyarrow
     store = RunStore(run_dir)
     turns = store.read_table("turns").to_pylist()
     failures = store.read_table("failures").to_pylist() if store.has_table("failures") else []

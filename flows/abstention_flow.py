@@ -10,15 +10,15 @@ from pathlib import Path
 from prefect import flow, task
 from prefect.cache_policies import NO_CACHE
 
+from agents.config import LLMConfig
 from evaluation.abstention.config import AbstentionConfig
+from evaluation.abstention.run import run_abstention
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 
 
 @task(name="abstention", tags=["mtr", "abstention"], cache_policy=NO_CACHE, persist_result=False)
 def abstention_task(benchmark: str, fmt: str, domain: str | None, out_dir: str, config: dict,
                     llm_config: str | None = None):
-    from agents.config import LLMConfig
-    from evaluation.abstention.run import run_abstention
     llm = LLMConfig.from_file(llm_config) if llm_config else None
     return run_abstention(benchmark, out_dir, AbstentionConfig.model_validate(config), llm, format=fmt,
                           domain=domain)

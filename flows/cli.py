@@ -7,10 +7,14 @@ Sub-command groups live in ``flows/cli_*.py`` modules, each exposing ``register(
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 import sys
 
 import typer
+
+from common.errors import UserError, format_error
+from storage.store import StoreError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -21,7 +25,6 @@ os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 def _quiet_libraries() -> None:
     """Library chatter that says nothing to a user (bm25s debug lines, tokenizer length notes)."""
-    import logging
     for name in ("bm25s", "transformers", "sentence_transformers", "httpx", "httpx2"):
         logging.getLogger(name).setLevel(logging.WARNING)
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
@@ -46,8 +49,6 @@ for _name in _MODULES:
 
 def main() -> None:
     """Entry point: clear one-sentence errors instead of tracebacks for expected failures."""
-    from common.errors import UserError, format_error
-    from storage.store import StoreError
     try:
         app(standalone_mode=True)
     except (UserError, StoreError) as exc:

@@ -15,16 +15,22 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Table
 
+from agents.config import LLMConfig
+from common.configfile import read_config_file
 from common.errors import UserError, require_file
+from flows.cli_common import progress_bars
+from flows.prefect_env import quiet_expected_failures
+from flows.progress import report
+from storage.store import new_run_id
 
 
 def build_config(config: Optional[Path], overrides: dict):
     """:class:`AbstentionConfig` from an optional file plus command-line overrides."""
-    from pydantic import ValidationError
-
-    from common.configfile import read_config_file
-    from evaluation.abstention.config import AbstentionConfig
+    from evaluation.abstention.config import AbstentionConfig   # costly at CLI start-up: evaluation.abstention
     base: dict = {}
     if config is not None:
         base = read_config_file(config, what="abstention config", section="abstention")
@@ -45,10 +51,7 @@ _CONSOLE_COLUMNS = [("retriever", "retriever", "s"), ("ndcg", "nDCG", "f"), ("n_
 
 
 def _print(res) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    from evaluation.abstention.report import fmt_value
+    from evaluation.abstention.report import fmt_value   # costly at CLI start-up: evaluation.abstention
     console = Console(width=max(Console().width, 140))
     if res.offline_demo:
         console.print(f"[bold red]{res.notes[0]}[/bold red]")
@@ -117,11 +120,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Label retrieved contexts by content and measure how wrong the "no gold in top-5" abstention rule is,
         per retriever. Example: mtr abstention --benchmark tests/data/mtrag --format mtrag --domain clapnq"""
-        from agents.config import LLMConfig
-        from evaluation.abstention.run import load_for_abstention, run_abstention
-        from retrieval.base import RetrievalError
-        from retrieval.queries import QueryBuildError
-        from storage.store import new_run_id
+        from evaluation.abstention.run import load_for_abstention, run_abstention   # costly at CLI start-up: evaluation
+        from retrieval.base import RetrievalError       # costly at CLI start-up: retrieval
+        from retrieval.queries import QueryBuildError   # costly at CLI start-up: retrieval
 
         if fmt not in ("mtrag", "ours", "beir"):
             raise UserError(f"--format must be mtrag, ours or beir, got {fmt!r}")
@@ -140,14 +141,11 @@ def register(app: typer.Typer) -> None:
         out_dir = out or Path("mtr-runs") / new_run_id("abstention")
         try:
             if prefect:
-                from flows.abstention_flow import run_abstention_flow
-                from flows.prefect_env import quiet_expected_failures
+                from flows.abstention_flow import run_abstention_flow   # costly: prefect
                 with quiet_expected_failures(UserError, FileNotFoundError, QueryBuildError,
                                              RetrievalError):   # reported below as one line
                     res = run_abstention_flow(benchmark, fmt, domain, out_dir, cfg, llm_config)
             else:
-                from flows.cli_common import progress_bars
-                from flows.progress import report
                 bench, hn = load_for_abstention(benchmark, fmt, domain)
                 with progress_bars():
                     res = run_abstention(bench, out_dir, cfg, llm, hard_negatives=hn, progress=report)

@@ -24,9 +24,17 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from pydantic import ValidationError
+from rich.markup import escape
 
+from agents.config import LLMConfig
+from agents.errors import LLMConfigError, LLMFatalError
+from agents.outcome import call_outcome
+from common.configfile import read_config_file
 from common.errors import UserError, require_file
-from flows.cli_common import MAX_FAILURE_RATE_OPT, report_outcome
+from flows.cli_common import MAX_FAILURE_RATE_OPT, console, print_table, report_outcome
+from flows.prefect_env import quiet_expected_failures
+from storage.store import new_run_id
 
 DEFAULT_SPLIT = {"topiocqa": "dev"}
 
@@ -35,7 +43,7 @@ def benchmark_specs(paths: list[Path], formats: list[str], domains: list[str],
                     split: str | None) -> list[dict[str, Any]]:
     """``[{"path", "format", "domain", "split"}]``: one format (and domain) for all benchmarks
     or one per benchmark; one path with several domains = one benchmark per domain."""
-    from storage.benchmark import iter_formats
+    from storage.benchmark import iter_formats   # costly at CLI start-up: storage.benchmark
     if not paths:
         raise UserError("give at least one --benchmark PATH")
     if not formats:
@@ -58,10 +66,7 @@ def benchmark_specs(paths: list[Path], formats: list[str], domains: list[str],
 
 def audit_config(config_file: Path | None, overrides: dict[str, Any]):
     """``AuditConfig`` from an optional YAML/TOML file plus the options given on the command line."""
-    from pydantic import ValidationError
-
-    from common.configfile import read_config_file
-    from evaluation.audit import AuditConfig
+    from evaluation.audit import AuditConfig   # costly at CLI start-up: evaluation.audit
     data: dict[str, Any] = {}
     if config_file is not None:
         data = read_config_file(config_file, what="audit config", section="audit")
@@ -83,9 +88,6 @@ def _short(metric: str, variant: str) -> str:
 
 
 def print_result(res) -> None:
-    from rich.markup import escape
-
-    from flows.cli_common import console, print_table
     if res.offline:
         names = ", ".join(j.name for j in res.judges if j.heuristic)
         console.print(f"[bold red]Offline heuristic judges ({escape(names)}) stand in for LLM judges: lexical and "
@@ -158,13 +160,10 @@ def register(app: typer.Typer) -> None:
 
         Example: mtr audit --benchmark tests/data/mtrag --format mtrag --domain clapnq --negatives bm25
         """
-        from agents.config import LLMConfig
-        from agents.errors import LLMConfigError, LLMFatalError
-        from evaluation.audit import JudgeConfigError
+        from evaluation.audit import JudgeConfigError   # costly at CLI start-up: evaluation.audit
         from evaluation.audit.human import HumanRatingsError
-        from retrieval.base import RetrievalError
-        from storage.benchmark import load_benchmarks
-        from storage.store import new_run_id
+        from retrieval.base import RetrievalError   # costly at CLI start-up: retrieval
+        from storage.benchmark import load_benchmarks   # costly at CLI start-up: storage.benchmark
 
         specs = benchmark_specs(benchmark, fmt, domain, split)
         cfg = audit_config(config_file, {"metrics": metric or None, "negatives": negatives, "n_negatives": n_negatives,
@@ -183,27 +182,24 @@ def register(app: typer.Typer) -> None:
         started = datetime.datetime.now(datetime.timezone.utc)
         try:
             if dry_run:
-                from evaluation.audit import estimate_audit
-                from flows.cli_common import console
+                from evaluation.audit import estimate_audit   # costly at CLI start-up: evaluation.audit
                 report = estimate_audit(load_benchmarks(specs), judge or None, llm_config=llm, config=cfg, out=out)
                 console.print(report.format(), highlight=False)
                 return
             if prefect:
-                from flows.audit_flow import run_audit_flow
-                from flows.prefect_env import quiet_expected_failures
+                from flows.audit_flow import run_audit_flow   # costly: prefect
                 with quiet_expected_failures(UserError, JudgeConfigError, LLMConfigError, HumanRatingsError,
                                              RetrievalError, LLMFatalError):   # reported below as one line
                     res = run_audit_flow(specs, judge or None, out=out_dir, llm_config=llm, config=cfg,
                                          human_ratings=human)
             else:
-                from evaluation.audit import run_audit
+                from evaluation.audit import run_audit   # costly at CLI start-up: evaluation.audit
                 res = run_audit(load_benchmarks(specs), judge or None, out=out_dir, llm_config=llm, config=cfg,
                                 human_ratings=human)
         except (JudgeConfigError, LLMConfigError, HumanRatingsError, RetrievalError) as exc:
             raise UserError(str(exc)) from None
         except LLMFatalError as exc:
             raise UserError(f"the LLM endpoint refused the audit: {exc}") from None
-        from agents.outcome import call_outcome
         outcome = call_outcome(res.out_dir, started, llm,
                                [r["failure_message"] for r in res.scores if r["status"] == "failed"])
         if not outcome.calls or outcome.ok:      # nothing to show when no LLM judgment came back
@@ -220,9 +216,8 @@ def register(app: typer.Typer) -> None:
 
         Example: mtr audit-human mtr-runs/audit-mtrag ratings.csv
         """
-        from evaluation.audit import human_agreement_from_run
+        from evaluation.audit import human_agreement_from_run   # costly at CLI start-up: evaluation.audit
         from evaluation.audit.human import HumanRatingsError
-        from flows.cli_common import print_table
         require_file(ratings, "human ratings file")
         try:
             rows = human_agreement_from_run(run_dir, ratings)
@@ -247,8 +242,7 @@ def register(app: typer.Typer) -> None:
 
         Example: mtr audit-missing mtr-runs/audit-mtrag checks-ann1.csv checks-ann2.csv
         """
-        from evaluation.audit.missing_check import check_run
-        from flows.cli_common import console, print_table
+        from evaluation.audit.missing_check import check_run   # costly at CLI start-up: evaluation.audit
         for c in checks:
             require_file(c, "human checks file")
         res = check_run(run_dir, checks, qrels_dir)

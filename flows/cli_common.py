@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from common.errors import UserError
+from flows.progress import RichReporter, set_reporter
 
 console = Console()
 err_console = Console(stderr=True)
@@ -42,9 +43,8 @@ def print_table(title: str, columns: Iterable[str], rows: Iterable[Iterable[Any]
 @contextmanager
 def progress_bars():
     """Rich progress bars fed by stage callbacks (flows.progress)."""
+    # costly at CLI start-up: rich.progress
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from flows.progress import RichReporter, set_reporter
     with Progress(TextColumn("[bold]{task.description:>8}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=False) as prog:
         set_reporter(RichReporter(prog))

@@ -17,6 +17,9 @@ from typing import Optional
 import typer
 
 from common.errors import UserError
+from flows.cli_audit import benchmark_specs
+from flows.cli_common import console, print_table
+from storage.store import StoreError
 
 
 def register(app: typer.Typer) -> None:
@@ -49,12 +52,10 @@ def register(app: typer.Typer) -> None:
 
         Example: mtr compare -b tests/data/mtrag -f mtrag --domain clapnq --domain cloud --retriever bm25 --retriever dense
         """
+        # costly at CLI start-up: evaluation.compare
         from evaluation.compare import LABELS, compare_benchmarks, subsample_conversations, write_comparison
-        from flows.cli_audit import benchmark_specs
-        from flows.cli_common import console, print_table
-        from retrieval.base import RetrievalError
-        from storage.benchmark import load_benchmarks
-        from storage.store import StoreError
+        from retrieval.base import RetrievalError   # costly at CLI start-up: retrieval
+        from storage.benchmark import load_benchmarks   # costly at CLI start-up: storage.benchmark
 
         retrievers = retriever or ["bm25", "dense"]
         if len(retrievers) < 2:

@@ -14,17 +14,19 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
+from agents.config import LLMConfig
+from agents.errors import LLMError
 from common.errors import UserError, require_file
+from evaluation.metrics import DEFAULT_KS, DEFAULT_METRICS, FAMILY_LABELS, parse_measure
+from flows.cli_common import console, print_table, progress_bars
+from storage.store import StoreError
 
 
 def _print_summary(summary) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from evaluation.metrics import FAMILY_LABELS, parse_measure
-
     result = summary.result
     means = summary.means
     ks: list[int] = []
@@ -50,18 +52,18 @@ def _print_summary(summary) -> None:
             name = fam if k is None and fam == "recip_rank" else (f"{fam}_{k}" if k is not None else None)
             cells.append(f"{means[name]:.4f}" if name in means else "")
         table.add_row(FAMILY_LABELS[fam], *cells)
-    console = Console()
-    console.print(f"[bold]{escape(str(summary.run_path))}[/bold] vs [bold]{escape(str(summary.qrels_path))}[/bold]",
-                  highlight=False)
-    console.print(table)
-    console.print(f"{result.n_queries} queries scored. {result.policy_note()}")
+    screen = Console()
+    screen.print(f"[bold]{escape(str(summary.run_path))}[/bold] vs [bold]{escape(str(summary.qrels_path))}[/bold]",
+                 highlight=False)
+    screen.print(table)
+    screen.print(f"{result.n_queries} queries scored. {result.policy_note()}")
     if summary.per_query_path:
-        console.print(f"per-query values: {summary.per_query_path}")
+        screen.print(f"per-query values: {summary.per_query_path}")
 
 
 def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, metrics: list[str],
                        ks: list[int], missing: str) -> None:
-    from evaluation.score import score_run_files
+    from evaluation.score import score_run_files   # costly at CLI start-up: evaluation.score, pyarrow formats
 
     if qrels is None:
         raise UserError("--run needs --qrels QRELS.tsv (the relevance judgments to score against)")
@@ -76,12 +78,10 @@ def _evaluate_run_file(run: Path, qrels: Path | None, per_query: Path | None, me
 
 
 def _default_metrics() -> tuple[str, ...]:
-    from evaluation.metrics import DEFAULT_METRICS
     return DEFAULT_METRICS
 
 
 def _default_ks() -> tuple[int, ...]:
-    from evaluation.metrics import DEFAULT_KS
     return DEFAULT_KS
 
 
@@ -136,8 +136,6 @@ def register(app: typer.Typer) -> None:
 def _rewriter_config(rewriter: str | None, llm_config: Path | None):
     if rewriter is None:
         return None
-    from agents.config import LLMConfig
-    from agents.errors import LLMError
     if rewriter == "offline":
         return LLMConfig(backend="offline")
     if rewriter != "llm":
@@ -153,10 +151,8 @@ def _rewriter_config(rewriter: str | None, llm_config: Path | None):
 def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
                        depth: int, out: Path | None, rewriter=None) -> dict:
     """Run retrievers on a benchmark, print the table, write TREC runs and the report folder."""
-    from evaluation.benchmark_eval import evaluate_and_report, summary_rows
-    from flows.cli_common import console, print_table, progress_bars
-    from retrieval.base import RetrievalError
-    from storage.store import StoreError
+    from evaluation.benchmark_eval import evaluate_and_report, summary_rows   # costly at CLI start-up: retrieval
+    from retrieval.base import RetrievalError   # costly at CLI start-up: retrieval
 
     try:
         with progress_bars():

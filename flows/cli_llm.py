@@ -18,11 +18,14 @@ through its entry point (``roles`` in the group ``mtr.fake_llm``, declared in py
 """
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import typer
 
+from agents.accounting import format_totals, read_calls, totals_from_table
 from common.errors import UserError
+from storage.store import RunStore
 
 FAKE_LLM_GROUP = "mtr.fake_llm"
 
@@ -30,8 +33,7 @@ FAKE_LLM_GROUP = "mtr.fake_llm"
 def fake_llm_server(name: str = "roles"):
     """The ``serve(host, port, **options)`` function registered as entry point ``name`` of the group
     ``mtr.fake_llm``; a :class:`UserError` saying how to register it when it is not installed."""
-    from importlib.metadata import entry_points
-    found = entry_points(group=FAKE_LLM_GROUP, name=name)
+    found = importlib.metadata.entry_points(group=FAKE_LLM_GROUP, name=name)
     if not found:
         raise UserError(f"the fake LLM server is not installed (no entry point {name!r} in the group "
                         f"{FAKE_LLM_GROUP!r}); reinstall MTR-Suite from its source tree: pip install -e .")
@@ -60,8 +62,6 @@ def register(app: typer.Typer) -> None:
     @app.command("llm-calls")
     def llm_calls(run_dir: Path = typer.Argument(..., help="Run directory.")) -> None:
         """Print LLM call totals (per role and for the run) from a run's llm_calls table."""
-        from agents.accounting import format_totals, read_calls, totals_from_table
-        from storage.store import RunStore
         store = RunStore(str(run_dir))
         if not store.exists():
             raise UserError(f"no run directory at {run_dir}")

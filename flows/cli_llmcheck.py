@@ -13,13 +13,19 @@ Examples::
 """
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
+from agents.capabilities import probe_endpoint
+from agents.config import LLMConfig
 from common.errors import UserError, require_file
+from flows.cli_common import console
 
 _EXPLAIN = {"yes": "yes", "ignored": "ignored (accepted, not applied)", "rejected": "no (request rejected)",
             "error": "error (HTTP 5xx)", "unknown": "unknown"}
@@ -63,14 +69,6 @@ def register(app: typer.Typer) -> None:
 
         Example: mtr llm-check --llm-config llm.yaml
         """
-        import asyncio
-
-        from rich.markup import escape
-        from rich.table import Table
-
-        from agents.capabilities import probe_endpoint
-        from agents.config import LLMConfig
-        from flows.cli_common import console
         require_file(llm_config, "LLM config")
         cfg = LLMConfig.from_file(llm_config)
         if not cfg.endpoints:

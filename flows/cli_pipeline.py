@@ -1,15 +1,26 @@
 """Pipeline commands: curate, chunk, embed, cluster, build, demo (each runs the spine flow)."""
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
-from flows.cli_common import MAX_FAILURE_RATE_OPT, console, print_table, progress_bars, report_outcome, resolve_run
-from flows.config import MTRConfig, load_config
+from agents.dryrun import dry_run
+from agents.errors import LLMError
+from agents.outcome import call_outcome
 from common.errors import UserError
+from corpus.load import CorpusError
 from embedding.encoder import EmbeddingError
+from evaluation.card import add_difficulty_to_card
+from flows.cli_common import MAX_FAILURE_RATE_OPT, console, print_table, progress_bars, report_outcome, resolve_run
+from flows.cli_eval import run_benchmark_eval
+from flows.config import MTRConfig, load_config
+from flows.prefect_env import quiet_expected_failures
+from storage.locks import claim_run
+from storage.store import RunStore, StoreError, new_run_id
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -29,11 +40,7 @@ def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
 
 
 def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path: str | None) -> dict:
-    from flows.pipeline import preflight, run_spine
-    from flows.prefect_env import quiet_expected_failures
-    from storage.locks import claim_run
-    from storage.store import StoreError
-    from corpus.load import CorpusError
+    from flows.pipeline import preflight, run_spine   # costly: prefect
     expected = (UserError, StoreError, CorpusError, EmbeddingError, ValueError)
     try:
         preflight(str(run_dir), stages, input_path)   # before the run directory is created or locked
@@ -49,7 +56,6 @@ def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path
 
 
 def print_summary(run_dir: Path, results: dict) -> None:
-    from storage.store import RunStore
     rows = []
     for stage, r in results.items():
         s = r["summary"]
@@ -70,7 +76,6 @@ def print_summary(run_dir: Path, results: dict) -> None:
 
 
 def _new_run_dir(cfg: MTRConfig, run: Optional[str], prefix: str) -> Path:
-    from storage.store import new_run_id
     if run:
         p = Path(run)
         return p if (p.is_absolute() or p.parent != Path(".")) else Path(cfg.runs_root) / run
@@ -152,7 +157,7 @@ def register(app: typer.Typer) -> None:
                             "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address),
                             "synth.gate.mode": gate, "self_audit.enabled": False if no_audit else None})
         if dry_run:
-            from flows.synthesis import llm_config_for
+            from flows.synthesis import llm_config_for   # costly: prefect
             llm_config_for(cfg)   # a missing or invalid --llm-config fails before the spine runs
             if corpus is not None:
                 _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
@@ -171,10 +176,8 @@ def register(app: typer.Typer) -> None:
                       "no LLM endpoint).")
         out = Path(cfg.runs_root) / run
         run_synthesis_cmd(out, cfg, EXAMPLES / "wiki")
-        from flows.cli_eval import run_benchmark_eval
         res = run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes,
                                  cfg.eval.depth, None)
-        from evaluation.card import add_difficulty_to_card
         if add_difficulty_to_card(out / "export" / "README.md", res["eval"]):
             console.print(f"dataset card: {out / 'export' / 'README.md'} (with the retrievers' difficulty per turn)")
         console.print("[yellow]Offline backend: questions come from rule-based parsing of the passages (no LLM), "
@@ -185,14 +188,7 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
                       max_failure_rate: Optional[float] = None) -> dict:
     """Spine (when ``corpus``) + synthesis; exits 2 (one line) when every LLM call failed or more
     than ``max_failure_rate`` of them (:mod:`agents.outcome`), else prints their summary."""
-    import datetime
-
-    from agents.errors import LLMError
-    from agents.outcome import call_outcome
-    from flows.prefect_env import quiet_expected_failures
-    from flows.synthesis import llm_config_for, run_synthesis
-    from storage.locks import claim_run
-    from storage.store import RunStore, StoreError
+    from flows.synthesis import llm_config_for, run_synthesis   # costly: prefect
     llm_config_for(cfg)   # a missing or invalid --llm-config fails here, before the spine runs
     if corpus is None and not RunStore(str(out)).has_table("clusters"):
         raise UserError(f"{out} has no clusters yet; pass --corpus PATH to build the spine first")
@@ -225,7 +221,6 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
 
 def print_self_audit(res: dict) -> None:
     """One line on the quality gate and the self-audit of a synthesis run (the card has both in full)."""
-    from rich.markup import escape
     s = res.get("summary") or {}
     if "gate_rejections" in s:
         console.print(f"quality gate: {s['gate_rejections']} rejection(s), {s.get('turns_failed_by_gate', 0)} turn(s) "
@@ -247,10 +242,8 @@ def print_self_audit(res: dict) -> None:
 
 def synthesis_dry_run(out: Path, cfg: MTRConfig) -> None:
     """Estimate the synthesis workload offline (prompt sizes from the real passages)."""
-    from agents.dryrun import dry_run
-    from agents.synth.run import load_plan_inputs, plan_conversations, planned_workload
-    from flows.synthesis import llm_config_for
-    from storage.store import RunStore
+    from agents.synth.run import load_plan_inputs, plan_conversations, planned_workload   # costly: langgraph
+    from flows.synthesis import llm_config_for   # costly: prefect
     store = RunStore(str(out))
     if not store.has_table("clusters"):
         raise UserError(f"{out} has no clusters yet; pass --corpus PATH to build the spine first")

@@ -3,13 +3,18 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Optional
 
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import typer
 
-from flows.cli_common import console, print_table, resolve_run
 from common.errors import UserError
+from flows.cli_common import console, print_table, resolve_run
+from flows.serve import serve as run_serve
+from storage.store import RunStore, StoreError, list_runs
 
 
 def register(app: typer.Typer) -> None:
@@ -19,7 +24,6 @@ def register(app: typer.Typer) -> None:
 
     @runs.command("list", help="List runs under a root.\n\nExample: mtr runs list --root mtr-runs")
     def list_(root: str = typer.Option("mtr-runs", help="runs root")):
-        from storage.store import list_runs
         rows = []
         for r in list_runs(root):
             m = r.read_manifest()
@@ -34,7 +38,6 @@ def register(app: typer.Typer) -> None:
 
     @runs.command("show", help="Show a run's manifest summary.\n\nExample: mtr runs show demo")
     def show(run: str, root: str = typer.Option("mtr-runs"), json_out: bool = typer.Option(False, "--json")):
-        from storage.store import RunStore
         store = RunStore(str(resolve_run(run, root)))
         man = store.read_manifest()
         if not man:
@@ -60,8 +63,7 @@ def register(app: typer.Typer) -> None:
               timeout: float = typer.Option(60.0, "--timeout", help="seconds before the query is stopped"),
               memory_limit: str = typer.Option("2GB", "--memory-limit", help="DuckDB memory limit; also the "
                                                                              "largest result")):
-        from storage.duck import query as run_query
-        from storage.store import RunStore, StoreError
+        from storage.duck import query as run_query   # costly: duckdb
         store = RunStore(str(resolve_run(run, root)))
         if timeout <= 0:
             raise UserError("--timeout must be a positive number of seconds")
@@ -110,10 +112,6 @@ def _short(v):
 
 def _write(table, path: Path) -> None:
     """Write ``table`` to ``path`` atomically (a temp file in the same directory, then a rename)."""
-    import tempfile
-
-    import pyarrow.csv as pcsv
-    import pyarrow.parquet as pq
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
@@ -138,8 +136,7 @@ def register_serve(app: typer.Typer) -> None:
                       "(worker first).\n\nExample: mtr serve --port 4200")
     def serve(port: int = typer.Option(4200), host: str = typer.Option("127.0.0.1"),
               home: Optional[str] = typer.Option(None, help="PREFECT_HOME for the server (default: Prefect's)")):
-        from flows.serve import serve as run
         try:
-            run(host=host, port=port, home=home, echo=console.print)
+            run_serve(host=host, port=port, home=home, echo=console.print)
         except (RuntimeError, TimeoutError) as exc:
             raise UserError(str(exc)) from exc

@@ -25,6 +25,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.context import FlowRunContext
+from prefect.results import get_result_store
+from prefect.runtime import task_run
+from prefect.settings import PREFECT_API_URL, temporary_settings
+from prefect.task_runners import ThreadPoolTaskRunner
 
 import clustering.greedy
 import clustering.knn
@@ -46,6 +51,7 @@ import embedding.vectors
 from flows.config import MTRConfig
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
+from storage.locks import run_lock
 from storage.store import RunStore
 
 STAGES = ("curate", "chunk", "embed", "cluster")
@@ -120,7 +126,6 @@ def _run_stage(stage: str, run_dir: str, config: dict, input_path: str | None = 
 
 def _name(stage: str):
     def fn():
-        from prefect.runtime import task_run
         p = task_run.parameters
         return f"{stage}[{Path(p['run_dir']).name}]"
     return fn
@@ -141,7 +146,6 @@ TASKS = {"curate": curate_task, "chunk": chunk_task, "embed": embed_task, "clust
 
 
 def _batch_name() -> str:
-    from prefect.runtime import task_run
     p = task_run.parameters
     return f"embed-batch-{p['index']}[{Path(p['run_dir']).name}]"
 
@@ -158,7 +162,7 @@ def task_runner_for(cfg: MTRConfig):
     if s.runner == "default":
         return None
     try:
-        from prefect_dask import DaskTaskRunner
+        from prefect_dask import DaskTaskRunner   # costly: dask (scale.runner = dask only)
     except ImportError as exc:  # pragma: no cover - prefect-dask is a pinned dependency
         raise ValueError("the dask runner needs prefect-dask (pip install prefect-dask)") from exc
     if s.dask_address:
@@ -172,8 +176,6 @@ def _parallel(cfg: MTRConfig) -> bool:
     task runner (e.g. prefect-ray's RayTaskRunner through ``run_spine(..., task_runner=...)``)."""
     if cfg.scale.runner != "default":
         return True
-    from prefect.context import FlowRunContext
-    from prefect.task_runners import ThreadPoolTaskRunner
     ctx = FlowRunContext.get()
     return ctx is not None and ctx.task_runner is not None and not isinstance(ctx.task_runner, ThreadPoolTaskRunner)
 
@@ -181,7 +183,6 @@ def _parallel(cfg: MTRConfig) -> bool:
 def _stage_cached(stage: str, run_dir: str, config: dict, input_path: str | None = None) -> bool:
     """Whether the stage task would be a cache hit (its persisted result exists)."""
     try:
-        from prefect.results import get_result_store
         key = stage_cache_key(stage, run_dir, config, input_path)
         return get_result_store().update_for_task(TASKS[stage]).exists(key)
     except Exception:  # noqa: BLE001 - unknown means "not cached": the batches then only warm the cache
@@ -195,8 +196,6 @@ def _api_for_workers():
     Without a server (ephemeral mode) PREFECT_API_URL is unset and each Dask worker would
     otherwise start a temporary server of its own on the same database.
     """
-    from prefect.context import FlowRunContext
-    from prefect.settings import PREFECT_API_URL, temporary_settings
     ctx = FlowRunContext.get()
     url = getattr(getattr(ctx, "client", None), "api_url", None)
     if PREFECT_API_URL.value() or not url:
@@ -278,7 +277,6 @@ def preflight(run_dir: str, stages_to_run: list[str], input_path: str | None) ->
 
 def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None = None) -> dict:
     """The spine as a subflow of another flow (results go to the worker's result storage)."""
-    from storage.locks import run_lock
     preflight(run_dir, stages_to_run, input_path)
     with run_lock(run_dir):   # one process per run directory (re-entrant: callers may hold it already)
         store = RunStore(run_dir).ensure()
@@ -299,7 +297,6 @@ def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path
     ``task_runner`` overrides ``scale.runner`` with any Prefect task runner (e.g. prefect-ray's
     ``RayTaskRunner``); a non-default one gets the batched embed stage too.
     """
-    from storage.locks import run_lock
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     preflight(run_dir, stages_to_run, input_path)
     with run_lock(run_dir):   # one process per run directory (re-entrant: the CLI holds it already)

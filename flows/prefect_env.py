@@ -2,19 +2,20 @@
 best-effort publication of its Markdown artifacts."""
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
+
+from flows.orphan_guard import install as install_orphan_guard
 
 
 @contextmanager
 def prefect_run_settings(run_dir: str | Path | None = None) -> Iterator[None]:
     """Settings for one flow run: no heartbeat thread (a cost on short flows) and, with
     ``run_dir``, task results persisted inside the run under ``cache/prefect``."""
-    from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,
+    from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,  # costly: prefect
                                   temporary_settings)
-
-    from flows.orphan_guard import install as install_orphan_guard
     install_orphan_guard()  # a temporary server dies with this process, even on kill -9
     updates: dict = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if run_dir is not None:
@@ -57,10 +58,8 @@ def quiet_expected_failures(*expected: type[BaseException]) -> Iterator[None]:
     """While active, a flow or task run failing with one of ``expected`` (errors the CLI
     reports as one line, exit 2) prints no Prefect traceback on the console; the records
     still reach the Prefect API, so the UI shows the failure in full."""
-    import logging
-
-    import prefect  # noqa: F401 - configures Prefect's logging (its console handlers)
-    from prefect.logging.handlers import PrefectConsoleHandler
+    import prefect  # noqa: F401 - costly: prefect; configures Prefect's logging (its console handlers)
+    from prefect.logging.handlers import PrefectConsoleHandler   # costly: prefect
 
     quiet = _QuietExpectedFailures(tuple(expected))
     loggers = [logging.getLogger(), *(lg for lg in logging.Logger.manager.loggerDict.values()
@@ -85,7 +84,7 @@ def publish_markdown(key: str, markdown: str | Callable[[], str], description: s
     """Create the Prefect Markdown artifact ``key``, best effort: any error (e.g. the API is
     unavailable) is ignored. ``markdown`` may be a function, called inside that guard, so that
     a summary which fails to build is skipped the same way."""
-    from prefect.artifacts import create_markdown_artifact
+    from prefect.artifacts import create_markdown_artifact   # costly: prefect
     try:
         create_markdown_artifact(key=key, markdown=markdown() if callable(markdown) else markdown,
                                  description=description)

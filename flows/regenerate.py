@@ -25,11 +25,19 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import flow_run
 
+from agents.config import LLMConfig
+from evaluation.audit.config import AuditConfig
+from evaluation.benchmark_eval import evaluate_and_report, summary_rows
+from flows.audit_flow import audit_flow
 from flows.config import MTRConfig, load_config
+from flows.pipeline import run_spine_in_flow
 from flows.prefect_env import publish_markdown
+from flows.synthesis import synthesize_flow
 from storage.store import RunStore
 
 SUCCESS = "_SUCCESS"
@@ -114,7 +122,6 @@ def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, A
         p = d / "eval" / "metrics.parquet"
         if not p.exists():
             return {}
-        import pyarrow.parquet as pq
         rows = pq.read_table(p).to_pylist()   # long format: retriever, measure, mean, ci...
         return {f"{r['retriever']}:{r['measure']}": float(r["mean"]) for r in rows
                 if r.get("measure") in ("ndcg_cut_5", "recall_5", "recall_20") and r.get("mean") is not None}
@@ -146,7 +153,6 @@ def diff_markdown(d: dict[str, Any]) -> str:
 @task(name="evaluate-retrievers", cache_policy=NO_CACHE, tags=["mtr", "stage:evaluate"])
 def evaluate_task(benchmark: str, fmt: str, retrievers: list[str], modes: list[str], depth: int,
                   domain: str | None = None) -> dict:
-    from evaluation.benchmark_eval import evaluate_and_report, summary_rows
     _, ev, files, out = evaluate_and_report(benchmark, fmt, retrievers, modes, depth, None, domain)
     return {"rows": summary_rows(ev), "markdown": files.markdown, "report": str(files.html), "out": str(out)}
 
@@ -164,7 +170,6 @@ def evaluate_retrievers(benchmark: str, fmt: str = "ours", retrievers: list[str]
 
 
 def _regen_name() -> str:
-    from prefect.runtime import flow_run
     p = flow_run.parameters
     day = p.get("date") or _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d")
     return f"regenerate-{Path(p['corpus']).name}-{day}"
@@ -175,8 +180,6 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
                          llm_endpoint: str | None = None, llm_config: str | None = None,
                          date: str | None = None) -> dict:
     """Build (or reuse) today's benchmark version, evaluate it, diff it, publish it."""
-    from flows.pipeline import run_spine_in_flow
-    from flows.synthesis import synthesize_flow
     logger = get_run_logger()
     root = Path(output_root).resolve()
     root.mkdir(parents=True, exist_ok=True)
@@ -215,9 +218,6 @@ def audit_benchmark(benchmark: str, fmt: str = "ours", domain: str | None = None
                     llm_config: str | None = None, out: str | None = None, limit: int | None = None,
                     benchmark_name: str = "") -> dict:
     """Deployable audit: JSON parameters only (the LLM config is a *path*; keys stay in the environment)."""
-    from agents.config import LLMConfig
-    from evaluation.audit.config import AuditConfig
-    from flows.audit_flow import audit_flow
     benchmark = str(resolve_benchmark(benchmark))
     cfg = AuditConfig(limit=limit) if limit else AuditConfig()
     llm = LLMConfig.from_file(llm_config) if llm_config else None

@@ -26,24 +26,40 @@ never have more than the limit's batches in flight. The limit must exist on the 
 from __future__ import annotations
 
 import os
+import socket
 from contextlib import nullcontext
+from dataclasses import asdict
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.concurrency.sync import concurrency
+from prefect.context import FlowRunContext
+from prefect.futures import as_completed
+from prefect.runtime import task_run
+from prefect.task_runners import ThreadPoolTaskRunner
 
+from agents.budget import batch_allowance
+from agents.config import BudgetConfig, LLMConfig
+from agents.secrets import redact
+from agents.session import run_spend
 from embedding.stage import default_cache_dir
+from evaluation.card import cost_section, examples_section, realism_section
 from evaluation.card_quality import audit_section, gate_section, write_audit_section
+from evaluation.realism import question_stats
 from flows.config import MTRConfig
+from flows.pipeline import _api_for_workers, task_runner_for
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
+from retrieval.queries import QueryBuilder
+from storage.benchmark import load_benchmark
+from storage.exports import export_benchmark
 from storage.store import RunStore
 
 
 def llm_config_for(cfg: MTRConfig):
     """The LLM layer config: the file given in ``llm_config``, else the explicit offline backend."""
-    from agents.config import LLMConfig
     llm = LLMConfig.from_file(cfg.llm_config) if cfg.llm_config else LLMConfig(backend="offline")
     if cfg.llm_cache_dir:
         llm = llm.model_copy(update={"cache": llm.cache.model_copy(update={"dir": cfg.llm_cache_dir})})
@@ -51,7 +67,7 @@ def llm_config_for(cfg: MTRConfig):
 
 
 def _searcher(store: RunStore, corpus: dict, cfg: MTRConfig, corpus_sha: str):
-    from agents.synth.run import corpus_searcher
+    from agents.synth.run import corpus_searcher   # costly: langgraph
     return corpus_searcher(store, corpus, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)),
                            corpus_sha=corpus_sha)
 
@@ -60,9 +76,7 @@ def _searcher(store: RunStore, corpus: dict, cfg: MTRConfig, corpus_sha: str):
 def prepare_task(run_dir: str, config: dict) -> dict:
     """Once per run: the conversation plans, the synthesis key and the uniqueness index (built
     and persisted under ``<run>/cache/uniqueness`` the first time, opened memory-mapped after)."""
-    from dataclasses import asdict
-
-    from agents.synth.run import corpus_hash, load_plan_inputs, plan_conversations, synthesis_key
+    from agents.synth.run import corpus_hash, load_plan_inputs, plan_conversations, synthesis_key   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     clusters, cvecs, corpus = load_plan_inputs(store)
@@ -74,7 +88,6 @@ def prepare_task(run_dir: str, config: dict) -> dict:
 
 
 def _batch_name() -> str:
-    from prefect.runtime import task_run
     p = task_run.parameters
     return f"synth-batch-{p['index']}[{Path(p['run_dir']).name}]"
 
@@ -84,7 +97,6 @@ def llm_slot(cfg: MTRConfig):
     name = cfg.scale.llm_concurrency_limit
     if not name:
         return nullcontext()
-    from prefect.concurrency.sync import concurrency
     return concurrency(name, occupy=1, strict=True, raise_on_lease_renewal_failure=False)
 
 
@@ -94,12 +106,10 @@ def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_
     """One batch of the plans made by :func:`prepare_task` (the corpus and the persisted
     uniqueness index are opened once per process and shared by the batches). ``budget_share``:
     this batch's allowance when batches run in parallel (the run's caps otherwise)."""
-    from agents.config import BudgetConfig
-    from agents.synth.run import ConvPlan, load_corpus, synthesize_batch
+    from agents.synth.run import ConvPlan, load_corpus, synthesize_batch   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     if not store.has_table("chunks"):
-        import socket
         raise RuntimeError(f"run directory {run_dir} is not visible on {socket.gethostname()}: synthesis batches on a "
                            "Dask cluster read and write the run directory, so remote workers need it on a shared "
                            "filesystem at the same path")
@@ -124,8 +134,6 @@ def batches_at_once(cfg: MTRConfig) -> int:
     """Synthesis batches in flight: ``scale.dask_workers`` when this flow runs on a task runner of worker
     processes (``run_synthesis`` with ``scale.runner = "dask"``), else 1 (one after another in this process;
     also when the flow runs as a subflow on the default thread pool)."""
-    from prefect.context import FlowRunContext
-    from prefect.task_runners import ThreadPoolTaskRunner
     ctx = FlowRunContext.get()
     runner = getattr(ctx, "task_runner", None)
     return cfg.scale.dask_workers if runner is not None and not isinstance(runner, ThreadPoolTaskRunner) else 1
@@ -144,11 +152,6 @@ def _add_totals(acc: dict, totals: dict) -> dict:
 def run_batches(run_dir: str, config: dict, batches: list[list[dict]], prep: dict, total: int, on_done) -> str | None:
     """Run the synthesis batches, ``batches_at_once`` at a time; ``on_done(result)`` after each one.
     Returns the budget stop reason, or None. After a stop no batch starts; running ones finish."""
-    from prefect.futures import as_completed
-
-    from agents.budget import batch_allowance
-    from agents.session import run_spend
-    from flows.pipeline import _api_for_workers
     cfg = MTRConfig.model_validate(config)
     width = batches_at_once(cfg)
     common = {"run_dir": run_dir, "config": config, "key": prep["key"], "corpus_sha": prep["corpus_sha"],
@@ -192,7 +195,6 @@ def run_batches(run_dir: str, config: dict, batches: list[list[dict]], prep: dic
 
 def export_query_texts(mode: str, messages: dict, rewrites: dict) -> dict[str, str]:
     """The query text of every turn in one export mode (the retrieval layer's query builder)."""
-    from retrieval.queries import QueryBuilder
     return QueryBuilder(mode=mode).build_all(messages, rewrites)
 
 
@@ -200,9 +202,6 @@ def card_sections(store, synth_cfg) -> list[str]:
     """The dataset card's evaluation-layer sections (:mod:`evaluation.card`): realism
     statistics, three example conversations and the cost per role. Difficulty per turn and
     per switch needs an evaluation and is added by ``mtr demo`` / ``mtr evaluate`` runs."""
-    from evaluation.card import cost_section, examples_section, realism_section
-    from evaluation.realism import question_stats
-    from storage.benchmark import load_benchmark
     turns = store.read_table("turns").to_pylist()
     calls = store.read_table("llm_calls").to_pylist() if store.has_table("llm_calls") else []
     sections = [realism_section(question_stats(load_benchmark(store.path, "ours")))] if turns else []
@@ -244,8 +243,7 @@ def self_audit_task(run_dir: str, config: dict, card: str | None, stopped: str |
 
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str) -> dict:
-    from agents.synth.run import ConvPlan, assemble, read_states
-    from storage.exports import export_benchmark
+    from agents.synth.run import ConvPlan, assemble, read_states   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     chosen = [ConvPlan.from_dict(p) for p in plans]
@@ -325,10 +323,8 @@ def run_synthesis(run_dir: str, cfg: MTRConfig) -> dict:
     for t in ("clusters", "chunks", "embeddings"):
         if not store.has_table(t):
             raise ValueError(f"run {run_dir} has no {t!r} table; run the spine first (`mtr build CORPUS --run ...`)")
-    from agents.secrets import redact
     llm_config_for(cfg)     # a broken LLM config fails here, before any flow run, log or event exists
     store.write_manifest(config=redact(cfg.model_dump(mode="json")))
-    from flows.pipeline import task_runner_for
     runner = task_runner_for(cfg)
     fl = synthesize_flow if runner is None else synthesize_flow.with_options(task_runner=runner)
     with prefect_run_settings(store.path):

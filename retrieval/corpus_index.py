@@ -40,6 +40,9 @@ import numpy as np
 from embedding.encoder import model_id
 
 from .base import RetrievalError, Retriever
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .registry import RETRIEVERS, indexed_retriever
 
 FORMAT = 1
 _META = "mtr_index.json"
@@ -130,9 +133,6 @@ def persisted_retriever(kind: str, directory: str | os.PathLike, corpus_key: str
         cache_dir: the embedding cache (query vectors; corpus vectors when ``vectors`` is None).
         fusion: ``weights``, ``depth``, ``rrf_k`` of ``hybrid`` / ``rrf``.
     """
-    from .bm25 import BM25Retriever
-    from .dense import DenseRetriever
-    from .registry import RETRIEVERS, indexed_retriever
     kind = kind.lower().strip()
     if kind not in RETRIEVERS:
         raise RetrievalError(f"unknown retriever {kind!r}; choose one of {', '.join(RETRIEVERS)}")

@@ -23,6 +23,7 @@ import numpy as np
 
 from common.types import Run
 from embedding.encoder import model_id
+from storage.records import content_hash
 
 from .base import Doc, RetrievalError, check_docs, check_k, check_queries, id_ranks, trec_sort
 
@@ -30,7 +31,6 @@ _META = "mtr_dense.json"
 
 
 def _content_hash(text: str) -> str:
-    from storage.records import content_hash
     return content_hash(text)
 
 

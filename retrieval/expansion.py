@@ -25,7 +25,9 @@ from common.text import bm25_stopwords
 from common.types import Run
 
 from .base import Doc, RetrievalError, Retriever, check_docs, check_k
+from .bm25 import BM25Retriever
 from .fusion import fuse
+from .registry import indexed_retriever
 
 LLMExpander = Callable[[str], list[str]]
 _SEP = "\x1f"
@@ -80,7 +82,6 @@ class QueryExpander:
         if feedback_retriever is not None:
             self._fb = feedback_retriever
         if self._fb is None or not getattr(self._fb, "doc_ids", None) or set(self._fb.doc_ids) != set(ids):
-            from .registry import indexed_retriever
             self._fb = indexed_retriever("bm25", list(zip(ids, texts)))
         return self
 
@@ -167,7 +168,6 @@ class ExpansionRetriever:
     def index(self, docs: Sequence[Doc]) -> "ExpansionRetriever":
         docs = list(docs)
         self.base.index(docs)
-        from .bm25 import BM25Retriever
         fb = self.base if isinstance(self.base, BM25Retriever) else None
         self.expander.index(docs, feedback_retriever=fb)
         return self

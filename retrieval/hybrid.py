@@ -11,6 +11,8 @@ from typing import Mapping, Sequence
 from common.types import Run
 
 from .base import Doc, RetrievalError, Retriever, check_k
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
 from .fusion import fuse
 
 
@@ -28,8 +30,6 @@ class HybridRetriever:
     def __init__(self, retrievers: Sequence[Retriever] | None = None, fusion: str = "minmax",
                  weights: Sequence[float] | None = None, depth: int = 100, rrf_k: int = 60):
         if retrievers is None:
-            from .bm25 import BM25Retriever
-            from .dense import DenseRetriever
             retrievers = [BM25Retriever(), DenseRetriever()]
         if not retrievers:
             raise RetrievalError("HybridRetriever needs at least one retriever")

@@ -21,6 +21,9 @@ import os
 from typing import Any, Sequence
 
 from .base import Doc, RetrievalError, Retriever
+from .bm25 import BM25Retriever
+from .dense import DenseRetriever
+from .hybrid import HybridRetriever
 
 RETRIEVERS = ("bm25", "dense", "hybrid", "rrf")
 PathLike = str | os.PathLike
@@ -32,10 +35,6 @@ def _params_of(cls) -> set[str]:
 
 def build_retriever(name: str, **params: Any):
     """A new, un-indexed retriever called ``name`` with ``params`` (see module docstring)."""
-    from .bm25 import BM25Retriever
-    from .dense import DenseRetriever
-    from .hybrid import HybridRetriever
-
     key = name.lower().strip()
     try:
         if key == "bm25":
@@ -106,7 +105,6 @@ def indexed_retriever(name: str, docs: Sequence[Doc], *, index_dir: PathLike | N
         parts.append(dense)
     if key in ("bm25", "dense"):
         return parts[0]
-    from .hybrid import HybridRetriever
     try:
         return HybridRetriever(parts, fusion="rrf" if key == "rrf" else "minmax", **fusion)
     except TypeError as exc:

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from storage.benchmark import load_ours
 from storage.formats import atomic_text_writer, write_trec_qrels
 from storage.store import RunStore, StoreError
 
@@ -108,8 +109,6 @@ def _write_exports(store: RunStore, out: Path, minutes_per_turn: float | None, h
                    query_texts: QueryTexts, human_cost_source: str | None = None,
                    card_sections: Sequence[str] = ()) -> dict[str, Any]:
     """Every export file under ``out`` (a fresh staging folder); returns the card's statistics."""
-    from storage.benchmark import load_ours
-
     bench = load_ours(store.path, with_corpus=False)   # the corpus is streamed from ``chunks`` below
     convs = {r["conv_id"]: r for r in store.read_table("conversations").to_pylist()}
     split = {t.sample_id: convs[t.conv_id]["split"] for t in bench.turns}

@@ -18,19 +18,27 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import random
 import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+from agents.errors import BudgetExceeded
+from agents.session import LLMSession
+from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
+from agents.synth.checkpoint import GroupCommitSqliteSaver
 from agents.synth.config import SynthConfig
-from agents.synth.graph import GraphContext, build_graph
-from agents.synth.turn import once_per_corpus
+from agents.synth.graph import GRAPH_VERSION, GraphContext, build_graph
+from agents.synth.turn import once_per_corpus, page_index, word_idf
 from common.aio import run as aio_run
 from embedding.encoder import model_id
 from embedding.vectors import read_embeddings, vectors_of
+from retrieval.corpus_index import persisted_retriever
+from storage.records import content_hash
 from storage.schemas import CONVERSATIONS, FAILURES, GATE_REJECTIONS, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
 
@@ -154,7 +162,6 @@ def run_vectors(store: RunStore, ids: list[str], corpus: dict[str, dict], model:
     """The run's chunk embeddings in ``ids`` order when they are ``model``'s vectors of exactly
     these texts (model id and content hash of every chunk match), else None (then the dense
     index encodes through the embedding cache, as before)."""
-    from storage.records import content_hash
     if not store.has_table("embeddings"):
         return None
     t = store.read_table("embeddings", columns=["chunk_id", "content_hash", "model_id", "vector"])
@@ -177,7 +184,6 @@ def uniqueness_retriever(store: RunStore, corpus: dict[str, dict], kind: str, ca
     under ``<run>/cache/uniqueness`` and opened memory-mapped by every batch
     (:mod:`retrieval.corpus_index`); the dense part indexes the run's own chunk embeddings when
     they are the dense model's."""
-    from retrieval.corpus_index import persisted_retriever
     ids = list(corpus)
     texts = [corpus[c]["text"] for c in ids]
     return persisted_retriever(kind, store.local_dir("cache", "uniqueness"), corpus_sha or corpus_hash(corpus),
@@ -227,7 +233,6 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha
     """A hash of what shapes every conversation besides its plan: the synthesis settings, each
     agent's prompt version and resolved backend / model / sampling, the corpus texts
     (the uniqueness check searches the whole corpus) and the graph's node layout."""
-    from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
     agents: dict[str, Any] = {}
     modules = (questioner, answerer, verifier, uniqueness, humanizer)
     for step in (m.STEP for m in modules):
@@ -239,7 +244,6 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha
         except Exception as exc:  # noqa: BLE001 - an unresolvable role fails later, with its own message
             agents[step.name] = [step.prompt_version, f"unresolved: {type(exc).__name__}"]
     shaping = {k: v for k, v in cfg.model_dump(mode="json").items() if k not in _NOT_SHAPING}
-    from agents.synth.graph import GRAPH_VERSION
     blob = json.dumps({"synth": shaping, "agents": agents, "corpus": corpus_sha or corpus_hash(corpus),
                        "graph": GRAPH_VERSION, "gate": gate_code_hash()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -277,10 +281,6 @@ def thread_id(plan: ConvPlan, key: str) -> str:
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None,
                            key: str | None = None, seed_budget: bool = True) -> dict[str, Any]:
-    from agents.errors import BudgetExceeded
-    from agents.session import LLMSession
-    from agents.synth.checkpoint import GroupCommitSqliteSaver
-    from agents.synth.turn import page_index, word_idf
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
     key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
@@ -329,9 +329,9 @@ async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus
 
 def _offline_questioner(llm_cfg) -> bool:
     """The questioner role runs on the offline backend (the one user of the corpus idf)."""
-    from agents.synth.questioner import STEP
+    step = questioner.STEP
     try:
-        return llm_cfg.resolve(STEP.role or STEP.name, kind=STEP.kind, step_sampling=STEP.sampling).backend == "offline"
+        return llm_cfg.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling).backend == "offline"
     except Exception:  # noqa: BLE001 - an unresolvable role fails in the session, with its own message
         return False
 
@@ -350,7 +350,6 @@ def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, d
 def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:
     """Final (or latest) checkpointed state of each planned conversation under the run's
     :func:`synthesis_key` ``key`` (checkpoints of other settings are not read)."""
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     db = store.local_dir("cache") / "synth_checkpoints.sqlite"
 
     async def main() -> dict[str, dict]:
@@ -429,17 +428,11 @@ def planned_workload(plans: list[ConvPlan], corpus: dict[str, dict], cfg: SynthC
     for :func:`agents.dry_run`: per turn one questioner, answerer, verifier and humanizer
     call (turn >= 2) and ``uniqueness_k`` uniqueness judgements. The history grows with
     the turns (answers estimated from the gold passage), so later turns cost more."""
-    import random as _random
-
-    from agents.synth.answerer import Answerer
-    from agents.synth.humanizer import Humanizer
-    from agents.synth.questioner import Questioner
-    from agents.synth.uniqueness import UniquenessJudge
-    from agents.synth.verifier import Verifier
-    q, a, v, u, h = Questioner(), Answerer(), Verifier(), UniquenessJudge(), Humanizer()
+    q, a, v, u, h = (questioner.Questioner(), answerer.Answerer(), verifier.Verifier(), uniqueness.UniquenessJudge(),
+                     humanizer.Humanizer())
     work: dict[str, list] = {"q": [], "a": [], "v": [], "u": [], "h": []}
     for p in plans:
-        rng = _random.Random(f"{p.seed}|{p.conv_id}|dry")
+        rng = random.Random(f"{p.seed}|{p.conv_id}|dry")
         history: list[list[str]] = []
         prev: list[str] = []
         for t in range(1, p.n_turns + 1):

@@ -16,6 +16,7 @@ import json
 import re
 from typing import Any
 
+from agents.config import EndpointConfig, LLMConfig, RetryConfig
 from agents.quoting import unescape_data
 from agents.synth.answerer import Answerer
 from agents.synth.humanizer import Humanizer
@@ -108,7 +109,6 @@ def serve_roles(host: str, port: int, **options: Any) -> None:
 
 def fake_llm_config(server: FakeLLMServer, endpoint_concurrency: int = 8, **kw: Any):
     """An LLM config with one endpoint at ``server`` and millisecond backoffs (tests, benchmarks)."""
-    from agents.config import EndpointConfig, LLMConfig, RetryConfig
     return LLMConfig(endpoints={"fake": EndpointConfig(base_url=server.base_url, model="fake-model", timeout_s=5,
                                                        max_concurrency=endpoint_concurrency)},
                      retry=RetryConfig(backoff_base_s=0.002, backoff_max_s=0.02), **kw)

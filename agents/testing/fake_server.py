@@ -35,6 +35,7 @@ import argparse
 import hashlib
 import json
 import re
+import signal
 import sys
 import threading
 import time
@@ -318,7 +319,6 @@ def serve(host: str, port: int, *, latency: float = 0.0, json_schema: Mode = "ho
           logprobs: Mode = "honour", out: Any = None, server_class: type | None = None) -> None:
     """Run a server in the foreground until Ctrl-C / SIGTERM (``server_class``: a subclass
     such as :class:`agents.testing.fake_roles.RoleScriptedServer`; default the plain one)."""
-    import signal
     out = out or sys.stdout
     cls = server_class or FakeLLMServer
     stop = threading.Event()

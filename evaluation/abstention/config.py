@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from common.configfile import read_config_file
 from common.errors import UserError
 
 #: Offline judges (deterministic heuristics that stand in for judge LLMs).
@@ -132,7 +133,6 @@ class AbstentionConfig(BaseModel):
     @classmethod
     def from_file(cls, path: str | Path) -> "AbstentionConfig":
         """Load YAML/JSON/TOML (an ``abstention:`` top-level key is accepted)."""
-        from common.configfile import read_config_file
         return cls.model_validate(read_config_file(path, what="abstention config", section="abstention",
                                                    error=AbstentionError))
 

@@ -87,9 +87,9 @@ def comparisons(rows: Sequence[ContextRow], labelling: str, retrievers: Sequence
                 models: Sequence[str], alpha: float = 0.05, n_resamples: int = 1000,
                 seed: int = 0) -> list[Comparison]:
     """Every comparison of the module docstring under one labelling."""
-    from scipy.stats import fisher_exact
+    from scipy.stats import fisher_exact   # costly: scipy
 
-    from evaluation.significance import paired_randomization_test
+    from evaluation.significance import paired_randomization_test   # costly: scipy
 
     by_r: dict[str, dict[str, ContextRow]] = {r: {} for r in retrievers}
     for row in rows:

@@ -29,7 +29,11 @@ from typing import Mapping, Sequence
 
 from common.types import Run
 from evaluation.abstention.config import AbstentionConfig
+from evaluation.metrics import evaluate
 from retrieval.base import cut_run
+from retrieval.expansion import QueryExpander
+from retrieval.fusion import minmax_fusion
+from retrieval.queries import QueryBuilder
 from retrieval.registry import indexed_retriever
 from storage.benchmark import Benchmark, BenchTurn
 
@@ -113,7 +117,6 @@ class LadderResult:
 
 def query_text(turn: BenchTurn, mode: str) -> str:
     """The query of ``turn`` for a query mode (``rewrite`` falls back to ``full_history``)."""
-    from retrieval.queries import QueryBuilder
     if mode == "history":
         mode = "full_history"
     if mode == "rewrite" and not turn.rewrite:
@@ -164,7 +167,6 @@ class Ladder:
         if self._dense_queries is None:
             mode = self.config.dense_query
             if mode == "history":
-                from retrieval.queries import QueryBuilder
                 qb = QueryBuilder.for_encoder("full_history", self.config.dense_model)
                 self._dense_queries = {t.sample_id: qb.build(t.messages()) for t in self.turns}
             else:
@@ -177,7 +179,6 @@ class Ladder:
 
     def prf_expansions(self) -> dict[str, list[str]]:
         """Offline expansions: RM3 pseudo-relevance feedback from the ``prf_query``."""
-        from retrieval.expansion import QueryExpander
         exp = QueryExpander(n_expansions=self.config.n_expansions, feedback_retriever=self.bm25)
         exp.index(self.docs, feedback_retriever=self.bm25)
         return exp.expand(_queries(self.turns, self.config.prf_query))
@@ -195,8 +196,6 @@ class Ladder:
             expansion_backend: str = "prf") -> LadderResult:
         """Run every rung; ``expansions`` (LLM-written) are required for fusion/hybrid unless
         the backend is ``prf``."""
-        from evaluation.metrics import evaluate
-        from retrieval.fusion import minmax_fusion
         cfg = self.config
         k = cfg.eval_k
         exp_runs: list[Run] = []

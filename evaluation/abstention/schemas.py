@@ -9,6 +9,8 @@ from typing import Sequence
 
 import pyarrow as pa
 
+from storage.schemas import table_from_rows
+
 LADDER = pa.schema([
     ("position", pa.int32()), ("retriever", pa.string()), ("description", pa.string()),
     ("ndcg", pa.float64()), ("recall_at_context_k", pa.float64()), ("n_queries", pa.int64()),
@@ -110,7 +112,6 @@ def per_retriever_schema(auroc_columns: Sequence[str]) -> pa.Schema:
 
 def to_table(rows: Sequence[dict], schema: pa.Schema) -> pa.Table:
     """Rows -> table; unknown columns are refused, missing ones are null."""
-    from storage.schemas import table_from_rows
     return table_from_rows(list(rows), schema)
 
 

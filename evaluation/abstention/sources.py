@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from storage.benchmark import Benchmark
+from storage.formats import read_mtrag_conversations
 
 _CHUNK = re.compile(r"^(?P<page>.+)#(?P<n>\d+)$")
 _SPAN = re.compile(r"^(?P<page>.+?)[_-](?P<start>\d+)-(?P<end>\d+)(?:-\d+-\d+)?$")
@@ -35,7 +36,6 @@ def hard_negatives(benchmark: Benchmark, path: str | Path | None = None,
             if g <= 0:
                 out.setdefault(t.sample_id, {})[d] = f"qrels grade {g}"
     if benchmark.format == "mtrag" and path is not None and domain:
-        from storage.formats import read_mtrag_conversations
         base = Path(path) / "conversations"
         conv = next((p for p in (base / f"{domain}.jsonl", base / f"{domain}.jsonl.gz") if p.is_file()), None)
         if conv is not None:

@@ -41,6 +41,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from retrieval.base import corpus_fingerprint
+from retrieval.bm25 import BM25Retriever
+from retrieval.corpus_index import persisted_retriever
+from retrieval.queries import QueryBuilder
+from retrieval.registry import indexed_retriever
 from storage.benchmark import BenchTurn
 from storage.records import Document
 
@@ -198,7 +203,6 @@ def build_query(turn: BenchTurn, mode: str = "auto", max_chars: int = 1500) -> t
     (oldest first, left-truncated to ``max_chars`` so the current question survives).
     ``rewrite`` falls back to all user turns when a turn has no rewrite (``how`` says so).
     """
-    from retrieval.queries import QueryBuilder
     if mode in ("auto", "rewrite"):
         if turn.rewrite:
             return turn.rewrite.strip(), "rewrite"
@@ -222,7 +226,6 @@ def corpus_docs(corpus: Mapping[str, Document]) -> list[tuple[str, str]]:
 def corpus_docs_key(docs: Sequence[tuple[str, str]]) -> str:
     """sha256 over the ids and texts of :func:`corpus_docs` (the corpus part of the persisted
     negatives index's key; :func:`retrieval.base.corpus_fingerprint`)."""
-    from retrieval.base import corpus_fingerprint
     return corpus_fingerprint([d for d, _ in docs], [t for _, t in docs])
 
 
@@ -256,19 +259,16 @@ class NegativeMiner:
         self.index_dir = Path(index_dir) if index_dir is not None else None
         self.corpus_key: str | None = None
         if self.index_dir is not None:
-            from retrieval.corpus_index import persisted_retriever
             self.corpus_key = corpus_key or corpus_docs_key(docs)
             self.retriever = persisted_retriever(method, self.index_dir, self.corpus_key, [d for d, _ in docs],
                                                  [t for _, t in docs], model=dense_model, cache_dir=cache_dir)
         else:
-            from retrieval.registry import indexed_retriever
             self.retriever = indexed_retriever(method, docs, cache_dir=cache_dir, model=dense_model,
                                                bm25=bm25 if method != "dense" else None)
 
     @property
     def bm25(self):
         """The indexed BM25 component over :func:`corpus_docs` (None for ``dense``)."""
-        from retrieval.bm25 import BM25Retriever
         parts = getattr(self.retriever, "retrievers", [self.retriever])
         return next((r for r in parts if isinstance(r, BM25Retriever)), None)
 

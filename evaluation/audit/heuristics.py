@@ -34,7 +34,10 @@ import numpy as np
 
 from common.text import sentences
 from evaluation.audit.base import Choice, Rating
+from evaluation.audit.candidates import corpus_docs, corpus_docs_key
 from evaluation.audit.text import TermStats, content_terms, coverage, query_weights, to_rating
+from retrieval.corpus_index import persisted_retriever
+from retrieval.registry import indexed_retriever
 from storage.records import Document
 
 HEURISTICS = ("overlap", "support", "retrieval")
@@ -74,14 +77,11 @@ class EvidenceIndex:
     @property
     def bm25(self):
         if self._bm25 is None:
-            from evaluation.audit.candidates import corpus_docs, corpus_docs_key
             docs = corpus_docs(self.corpus)
             if self._index_dir is not None:
-                from retrieval.corpus_index import persisted_retriever
                 self._bm25 = persisted_retriever("bm25", self._index_dir, corpus_docs_key(docs),
                                                  [d for d, _ in docs], [t for _, t in docs])
             else:
-                from retrieval.registry import indexed_retriever
                 self._bm25 = indexed_retriever("bm25", docs)
         return self._bm25
 

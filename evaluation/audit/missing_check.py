@@ -36,8 +36,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from common.errors import UserError
+from evaluation.audit import schemas
 from evaluation.audit.agreement import fleiss_kappa, krippendorff_alpha
 from evaluation.audit.human import csv_with_header
+from storage.formats.trec import write_trec_qrels
+from storage.store import RunStore
 
 RELEVANT = {"1", "yes", "y", "true", "relevant"}
 NOT_RELEVANT = {"0", "no", "n", "false", "not relevant", "irrelevant", "not_relevant"}
@@ -216,9 +219,6 @@ def check_run(run_dir: str | Path, paths: Sequence[str | Path], qrels_dir: str |
     Raises:
         MissingCheckError: not an audit run, or a file problem (see :func:`load_verdicts`).
     """
-    from evaluation.audit import schemas
-    from storage.formats.trec import write_trec_qrels
-    from storage.store import RunStore
     store = RunStore(str(run_dir))
     for t in ("audit_scores", "audit_missing_positives"):
         if not store.has_table(t):

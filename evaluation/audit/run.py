@@ -27,8 +27,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
+from agents.accounting import read_calls, totals_from_table
+from agents.cache import CallCache
 from agents.config import LLMConfig
+from agents.dryrun import dry_run
 from agents.results import StepResult
 from agents.session import LLMSession
 from common.aio import run as aio_run
@@ -36,7 +40,7 @@ from evaluation.audit import schemas
 from evaluation.audit.aggregate import (agreement_rows, ensemble_items, missing_positive_rows, position_rows,
                                         summary_rows)
 from evaluation.audit.base import JudgeSpec
-from evaluation.audit.config import AuditConfig
+from evaluation.audit.config import AuditConfig, variant_name
 from evaluation.audit.generator_judge import generator_judge_rows, human_means
 from evaluation.audit.heuristics import HeuristicJudge, make_heuristic
 from evaluation.audit.human import human_agreement, load_human_ratings
@@ -44,7 +48,7 @@ from evaluation.audit.judges import judge_config, make_step, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, Unit, prepare_benchmark, variants
 from evaluation.audit.report import offline_note, plot_heatmap, summary_markdown, write_html
 from storage.benchmark import Benchmark
-from storage.store import RunStore, new_run_id
+from storage.store import RunStore, StoreError, new_run_id
 
 
 @dataclass
@@ -203,7 +207,6 @@ class AuditResult:
 
     def summary_for(self, benchmark: str | None = None, judge: str = "ensemble") -> dict[str, dict[str, Any]]:
         """``{metric[variant]: summary row}`` of one judge (default the ensemble)."""
-        from evaluation.audit.config import variant_name
         return {variant_name(r["metric"], r["variant"]): r for r in self.summary
                 if r["judge"] == judge and (benchmark is None or r["benchmark"] == benchmark)}
 
@@ -281,7 +284,6 @@ def finalize(prepared: Sequence[PreparedBenchmark], judges: Sequence[JudgeSpec],
     res.files["markdown"] = out_dir / "report.md"
     llm_info = dict(llm or {})
     if store.has_table("llm_calls"):
-        from agents.accounting import read_calls, totals_from_table
         t = totals_from_table(read_calls(store))
         llm_info["totals_by_role"] = {k: {f: getattr(v, f) for f in v.__dataclass_fields__} for k, v in t.items()}
     res.llm = llm_info
@@ -305,7 +307,6 @@ def negatives_index_dir(run: RunStore | str | Path | None) -> Path | None:
     if run is None:
         return None
     if isinstance(run, RunStore):
-        import pyarrow.fs as pafs
         if not isinstance(run.fs, pafs.LocalFileSystem):
             return None
         run = run.path
@@ -369,8 +370,6 @@ def estimate_audit(benchmarks: Benchmark | Sequence[Benchmark], judges: Sequence
     """Dry run of :func:`run_audit`: the LLM calls, tokens and cost it would spend (nothing is
     sent; candidate lists are built, so hard negatives are retrieved). Calls already in the
     run's LLM cache (``out``) count as cached. Returns an :class:`agents.DryRunReport`."""
-    from agents.cache import CallCache
-    from agents.dryrun import dry_run
     config = config or AuditConfig()
     benches = [benchmarks] if isinstance(benchmarks, Benchmark) else list(benchmarks)
     specs = resolve_judges(judges, llm_config)
@@ -394,7 +393,6 @@ def human_agreement_from_run(run_dir: str | Path, ratings_csv: str | Path) -> li
     store = RunStore(str(run_dir))
     for t in ("audit_scores", "audit_items"):
         if not store.has_table(t):
-            from storage.store import StoreError
             raise StoreError(f"{run_dir} is not an audit run (no {t} table)")
     scores = store.read_table("audit_scores").to_pylist()
     items = store.read_table("audit_items").to_pylist()
