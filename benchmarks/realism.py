@@ -75,7 +75,14 @@ def report(ours: list[str], human: list[str], fmt: str, domain: str | None, retr
         if breakdown:
             # which turns make each rewrite / last-turn ratio, with a cluster-bootstrap interval over conversations
             breakdowns += [format_breakdown(name, ratio_breakdown(b, r, ev=ev)) for r in retrievers]
-    return "\n\n".join([format_table(stats, tables), *breakdowns])
+    from evaluation.realism import turn_health
+    from storage.store import RunStore
+    health = []
+    for p in ours:
+        h = turn_health(RunStore(p).read_table("turns", columns=["conv_id", "status"]).to_pylist())
+        health.append(f"offline {Path(p).name}: {h['failed']} of {h['turns']} turns failed ({h['failed_share']:.1%}); "
+                      f"least complete kept conversation {h['min_kept']:.0%} of its turns, {h['below_75']} below 75%")
+    return "\n\n".join([format_table(stats, tables), "\n".join(health), *breakdowns])
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -52,21 +52,10 @@ def untitle(src: str, dst: str) -> None:
                 g.write(json.dumps(d) + "\n")
 
 
-def turn_health(run: str) -> dict:
-    """Failed-turn share and the smallest share of turns a kept conversation keeps."""
-    from storage.store import RunStore
-    rows = RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist()
-    by: dict[str, list[bool]] = {}
-    for r in rows:
-        by.setdefault(r["conv_id"], []).append(r["status"] == "ok")
-    kept = [sum(v) / len(v) for v in by.values() if any(v)]
-    return {"turns": len(rows), "failed": sum(not ok for v in by.values() for ok in v) / max(1, len(rows)),
-            "min_kept": min(kept, default=0.0)}
-
-
-def recall_and_ratio(bench, work: Path) -> dict:
+def recall_and_ratio(bench, work: Path, emb: str | None = None) -> dict:
     from evaluation.realism import evaluate_modes
-    ev = evaluate_modes(bench, RETRIEVERS, ("last_turn", "rewrite"), index_dir=work / "bm25", cache_dir=work / "emb")
+    ev = evaluate_modes(bench, RETRIEVERS, ("last_turn", "rewrite"), index_dir=work / "bm25",
+                        cache_dir=emb or work / "emb")
     out = {}
     for key, res in ev.results.items():
         r, m = key.split("/", 1)
@@ -77,20 +66,22 @@ def recall_and_ratio(bench, work: Path) -> dict:
     return out
 
 
-def check(pools: list[tuple[str, str]], human_path: str, work: str) -> list[dict]:
-    from evaluation.realism import question_stats
+def check(pools: list[tuple[str, str]], human_path: str, work: str, emb: str | None = None) -> list[dict]:
+    from evaluation.realism import question_stats, turn_health
     from storage.benchmark import load_benchmark
     human_cache: dict[str, dict] = {}
     rows = []
     for domain, run in pools:
         if domain not in human_cache:
             hb = load_benchmark(human_path, "mtrag", domain=domain)
-            human_cache[domain] = recall_and_ratio(hb, Path(work) / f"human-{domain}")
+            human_cache[domain] = recall_and_ratio(hb, Path(work) / f"human-{domain}", emb)
         h = human_cache[domain]
         bench = load_benchmark(run, "ours")
         st = question_stats(bench)
-        r = recall_and_ratio(bench, Path(work) / Path(run).name)
-        health = turn_health(run)
+        r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
+        from storage.store import RunStore
+        health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
+        health["failed"] = health.pop("failed_share")
         order_ok, broken = True, []
         for a, b in itertools.combinations(RETRIEVERS, 2):
             ha, hb_ = h[f"{a}/last_turn/recall_20"], h[f"{b}/last_turn/recall_20"]
@@ -145,12 +136,13 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("--human", default=str(ROOT / "tests" / "data" / "mtrag"))
     c.add_argument("--work", default="mtr-eval/realism-targets")
     c.add_argument("--json", help="also write the rows here")
+    c.add_argument("--embed-cache-dir", help="an embedding cache to reuse (the spines')")
     a = ap.parse_args(argv)
     if a.cmd == "untitle":
         untitle(a.src, a.dst)
         return
     pools = [tuple(p.split("=", 1)) for p in a.pool]
-    rows = check(pools, a.human, a.work)
+    rows = check(pools, a.human, a.work, a.embed_cache_dir)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2))
     print(format_rows(rows))

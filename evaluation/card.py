@@ -62,10 +62,16 @@ def cost_section(calls: Sequence[Mapping[str, Any]], n_turns: int, minutes_per_t
     return "\n".join(lines)
 
 
-def realism_section(stats) -> str:
-    """The realism statistics (an :class:`evaluation.realism.RealismStats`)."""
+def realism_section(stats, health: Mapping[str, Any] | None = None) -> str:
+    """The realism statistics (an :class:`evaluation.realism.RealismStats`), with the run's failed-turn share and
+    its least complete kept conversation (``health``: :func:`evaluation.realism.turn_health`) when given."""
     d = stats.as_dict()
-    rows = [("conversations", d["conversations"]), ("questions", d["questions"]), ("follow-ups", d["followups"]),
+    rows = [("conversations", d["conversations"]), ("questions", d["questions"]), ("follow-ups", d["followups"])]
+    if health:
+        rows += [("failed turns", f"{health['failed']} of {health['turns']} ({_f(health['failed_share'])})"),
+                 ("least complete kept conversation (share of its turns)", _f(health["min_kept"])),
+                 ("kept conversations below 75% of their turns", health["below_75"])]
+    rows += [
             ("question length, mean / median words", f"{_f(d['length_mean'], 1)} / {_f(d['length_median'], 1)}"),
             ("follow-ups that depend on the history", _f(d["history_dependent"])),
             ("follow-ups that differ from their rewrite", _f(d["differs_from_rewrite"])),

@@ -145,6 +145,18 @@ def question_stats(bench, name: str | None = None) -> RealismStats:
                         rare_new=statistics.fmean(fu_rare) if fu_rare and rare else float("nan"))
 
 
+def turn_health(turns: Sequence[dict]) -> dict:
+    """The share of a run's turns that failed and the smallest share of its turns a kept conversation keeps
+    (``turns``: rows of the run's ``turns`` table, any status)."""
+    by: dict[str, list[bool]] = {}
+    for r in turns:
+        by.setdefault(r["conv_id"], []).append(r["status"] == "ok")
+    kept = [sum(v) / len(v) for v in by.values() if any(v)]
+    failed = sum(not ok for v in by.values() for ok in v)
+    return {"turns": len(turns), "failed": failed, "failed_share": failed / max(1, len(turns)),
+            "min_kept": min(kept, default=0.0), "below_75": sum(k < 0.75 for k in kept)}
+
+
 RARE_DF = 0.005
 
 

@@ -47,7 +47,7 @@ from agents.session import run_spend
 from embedding.stage import default_cache_dir
 from evaluation.card import cost_section, examples_section, realism_section
 from evaluation.card_quality import audit_section, gate_section, write_audit_section
-from evaluation.realism import question_stats
+from evaluation.realism import question_stats, turn_health
 from flows.config import MTRConfig
 from flows.pipeline import _api_for_workers, task_runner_for
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
@@ -204,7 +204,7 @@ def card_sections(store, synth_cfg) -> list[str]:
     per switch needs an evaluation and is added by ``mtr demo`` / ``mtr evaluate`` runs."""
     turns = store.read_table("turns").to_pylist()
     calls = store.read_table("llm_calls").to_pylist() if store.has_table("llm_calls") else []
-    sections = [realism_section(question_stats(load_benchmark(store.path, "ours")))] if turns else []
+    sections = [realism_section(question_stats(load_benchmark(store.path, "ours")), turn_health(turns))] if turns else []
     sections += [examples_section(turns),
                  cost_section(calls, sum(t["status"] == "ok" for t in turns), synth_cfg.minutes_per_turn_human,
                               synth_cfg.human_hourly_usd, synth_cfg.human_cost_source)]

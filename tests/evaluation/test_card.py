@@ -33,6 +33,12 @@ def test_realism_and_examples():
     turns = [{"conv_id": c, "turn": t, "status": "ok" if (c, t) != ("c1", 2) else "failed",
               "question": f"q {c} {t} " + "word " * 80, "answer": f"a {c} {t}", "gold_doc_ids": [f"d{t}"],
               "is_switch": (c, t) == ("c3", 2)} for c in ("c1", "c2", "c3", "c4") for t in (1, 2)]
+    # the failed-turn share (hand-computed: 1 of 8 turns failed; c1 keeps 1 of its 2 turns)
+    from evaluation.realism import turn_health
+    h = turn_health(turns)
+    assert (h["failed"], h["turns"], h["failed_share"], h["min_kept"], h["below_75"]) == (1, 8, 0.125, 0.5, 1)
+    r = realism_section(st, h)
+    assert "| failed turns | 1 of 8 (0.125) |" in r and "| kept conversations below 75% of their turns | 1 |" in r
     e = examples_section(turns, n=3, max_chars=40)
     heads = [line for line in e.splitlines() if line.startswith("**")]
     assert heads == ["**c3**", "**c1**", "**c2**"]                    # the switch first, then by id

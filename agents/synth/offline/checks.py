@@ -13,18 +13,19 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from agents.synth.offline.concepts import same
 from agents.synth.offline.discourse import offer_of
 from agents.synth.offline.forms import is_yesno, parse
 from agents.synth.offline.intents import Offer, passage_offers
-from agents.synth.offline.lexicon import rule, rules
+from agents.synth.offline.lexicon import lexicon, rule, rules
 from agents.synth.offline.nlp import clean_passage, detokenize, sentence_spans
 from agents.synth.offline.semantic import best_similarity
 from agents.synth.text import content_words, jaccard_words, overlap, sentences, words
 
 MIN_FIT = 0.3       # MiniLM cosine of the standalone question and the answer's first sentence
-ALSO_FIT = 0.55     # MiniLM cosine of another passage's sentence and the reference answer's first sentence
+ALSO_FIT = 0.7      # MiniLM cosine of another passage's sentence and the reference answer's sentences
 LIST_ITEMS = 6      # list items a lead-in ("follow these steps:") brings into an answer
 
 
@@ -126,6 +127,13 @@ def verify(x: dict) -> tuple[bool, bool, list[str]]:
     return answerable, "faithful" not in reasons, list(reasons.values())
 
 
+@lru_cache(maxsize=64)
+def template_words(intent: str) -> frozenset[str]:
+    """The words the intent's templates bring (the rest of a question names its concept)."""
+    i = lexicon().intents[intent]
+    return frozenset(w for t in (*i.full, *i.pronoun, *i.ellipsis) for w in words(t)) | {"it", "they", "them"}
+
+
 def read_question(question: str) -> str | None:
     """The intent of a question made from the templates; None for any other question."""
     found = parse(question)
@@ -140,6 +148,9 @@ def also_answers(question: str, ref_answer: str, candidate: str) -> tuple[bool, 
         s = overlap(question, candidate)
         return (s >= 0.8, f"{s:.2f} of the question's terms in the passage (not a template question)")
     asked = set(words(question))
+    own = asked - template_words(intent)
+    if own and not own & set(words(candidate)):
+        return False, "the passage names nothing the question asks about"     # (no parse needed)
     hits = [o for o in passage_offers(candidate) if o.intent == intent and intent != "overview"
             and set(words(o.concept.text)) <= asked]
     if not hits:

@@ -31,9 +31,10 @@ class Concept:
     proper: bool
     article: str        # "the" or "" (a mass noun or a name without one): how a form names it
     person: bool = False
+    named: bool = False     # a named place, person, group or event (spaCy entity of the head)
 
     @property
-    def named(self) -> str:
+    def said(self) -> str:
         """The concept as a question names it ("the annual fee", "insurance", "IBM Cloud")."""
         return f"{self.article} {self.text}".strip()
 
@@ -78,12 +79,17 @@ def no_vague_head(tokens: list) -> list:
 
 @rule("concepts")
 def short_enough(tokens: list) -> list:
-    """A concept is what a person types, not a description: at most 4 words ("the new annual membership fee of the
-    club" keeps "annual membership fee" only through trim_edges; a longer run is dropped)."""
+    """A concept is what a person types: at most 4 words, no number, identifier or half of a hyphenated word ("the
+    custom resolver f1aba936b942", "the CLI plug" of "plug-in" are dropped)."""
     if len(tokens) > MAX_WORDS or any(t.like_url or t.like_email or t.like_num for t in tokens):
         return []
     if any(not any(c.isalpha() for c in t.text) for t in tokens):
         return []
+    if any(len(t.text) >= 8 and any(c.isdigit() for c in t.text) for t in tokens):
+        return []           # an identifier ("f1aba936b94213e5") is looked up, not asked about
+    last = tokens[-1]
+    if last.i + 1 < len(last.doc) and last.doc[last.i + 1].text in ("-", "‑") and not last.doc[last.i + 1].whitespace_:
+        return []           # cut before a hyphen: "the CLI plug" of "the CLI plug-in"
     return tokens
 
 
@@ -93,8 +99,8 @@ def _keeps_case(t) -> bool:
     if t.text.isupper() and len(t.text) > 1:
         return True
     if t.is_sent_start or t.i == t.sent.start:
-        return t.pos_ == "PROPN" and t.lower_ not in _lowercase_words(t.doc)
-    return t.pos_ == "PROPN"
+        return (t.pos_ == "PROPN" or bool(t.ent_type_)) and t.lower_ not in _lowercase_words(t.doc)
+    return t.pos_ == "PROPN" or t.ent_type_ in ("NORP", "GPE", "ORG", "PERSON", "LOC", "EVENT", "PRODUCT")
 
 
 _LOWER: dict[int, frozenset[str]] = {}
@@ -133,8 +139,9 @@ def concept_of(chunk) -> Concept | None:
     key = " ".join(t.lemma_.lower() for t in tokens)
     plural = head.tag_ in ("NNS", "NNPS")
     person = head.ent_type_ == "PERSON" or head.lower_ in lexicon().people_heads
+    named = head.ent_type_ in ("PERSON", "GPE", "LOC", "NORP", "ORG", "EVENT", "FAC", "WORK_OF_ART")
     return Concept(text=text, key=key, head=head.lemma_.lower(), plural=plural, proper=proper, article=article,
-                   person=person)
+                   person=person, named=named)
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ def mentions(text: str) -> Mentions:
     out = []
     for key, c in found.items():
         if not c.proper and not c.plural and key not in bare:
-            c = Concept(c.text, c.key, c.head, c.plural, c.proper, "the", c.person)
+            c = Concept(c.text, c.key, c.head, c.plural, c.proper, "the", c.person, c.named)
         out.append(c)
     return Mentions(tuple(out), counts, first, frozenset(bare))
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 from agents.synth.offline.concepts import Concept, same
 from agents.synth.offline.forms import parse, render, templates
 from agents.synth.offline.intents import Offer, passage_offers
-from agents.synth.offline.lexicon import rule
+from agents.synth.offline.lexicon import lexicon, rule
 from agents.synth.text import words
 
 
@@ -108,9 +108,9 @@ def named_as_said(offer: Offer, seg: Segment) -> Offer:
 def short_name(offer: Offer, seg: Segment) -> str | None:
     """A concept the conversation named in full is asked by its head: "the annual fee" -> "the fee"."""
     c = offer.concept
-    if c.proper or c.person or len(c.text.split()) < 2 or not seg.on_thread(c):
-        return None
     head = c.text.split()[-1]
+    if c.proper or c.person or len(c.text.split()) < 2 or not seg.on_thread(c) or head in lexicon().generic_heads:
+        return None         # (no "the types" for "rock types": a vague head alone names nothing)
     short = Concept(head, c.head, c.head, c.plural, False, "" if c.plural else "the")
     q = render(Offer(offer.intent, short, offer.sent_index, offer.sentence, offer.negated, offer.verb, offer.clause,
                      offer.past, offer.other), "full")

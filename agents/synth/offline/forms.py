@@ -27,7 +27,7 @@ def _indefinite(c: Concept) -> str:
     """How a definition names a concept: "a credit card", "an index", "insurance", "IBM Cloud"."""
     if c.article == "the" and not c.proper and not c.plural:
         return ("an " if _VOWEL.match(c.text) else "a ") + c.text
-    return c.named
+    return c.said
 
 
 def _agree(c: Concept | None) -> dict[str, str]:
@@ -50,9 +50,9 @@ def fill(template: str, offer: Offer, pronoun: bool) -> str:
     """The template with its slots filled for ``offer`` (``pronoun``: the concept is referred to, not named)."""
     c = offer.concept
     agree = _agree(c)
-    subj = agree["it"] if pronoun else c.named
-    values = {**agree, "X": _indefinite(c) if offer.intent == "definition" else c.named,
-              "Y": offer.other.named if offer.other else "{Y}", "V": offer.verb or "{V}", "past": offer.past or "{past}",
+    subj = agree["it"] if pronoun else c.said
+    values = {**agree, "X": _indefinite(c) if offer.intent == "definition" else c.said,
+              "Y": offer.other.said if offer.other else "{Y}", "V": offer.verb or "{V}", "past": offer.past or "{past}",
               "clause": _clause(offer.clause, subj, c.plural) if offer.clause else "{clause}"}
     out = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
     out = " ".join(out.split())

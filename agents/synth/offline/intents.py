@@ -130,9 +130,25 @@ def _defines(intent: Intent, s: Sentence) -> bool:
 
 
 def people_ok(intent: Intent, target: Concept) -> bool:
-    """A person or a group of people is asked about, not fixed, priced or timed: no "How do I fix the support
-    agent?"."""
-    return not target.person or intent.name in lexicon().people_intents
+    """A person, a group of people or a named place or event is asked about, not fixed, priced or timed: no "How
+    do I fix the support agent?", no "What does India cost?"."""
+    lex = lexicon()
+    return (not target.person or intent.name in lex.people_intents) and (
+        not target.named or intent.name in lex.named_intents)
+
+
+@rule("intents")
+def states_a_number(intent: Intent, s: Sentence) -> bool:
+    """A cost, a limit or a duration is a number: "Bucket names can contain up to 63 characters." offers a limit;
+    "Use the limits page to check usage." does not."""
+    return not intent.needs_number or any(t.like_num or t.ent_type_ in ("MONEY", "QUANTITY", "PERCENT", "CARDINAL", "TIME")
+                                          for t in s.span)
+
+
+def no_tautology(intent: Intent, target: Concept) -> bool:
+    """A concept named by the intent's own cue is not asked with it: no "Is there a limit on the limit increase?"
+    nor "What are the risks of the damage?"."""
+    return not any(p.search(target.text) for p in intent.cues if "{X}" not in p.pattern)
 
 
 @rule("intents")
@@ -159,11 +175,13 @@ def _target(intent: Intent, s: Sentence) -> Concept | None:
 
 
 def _procedure(s: Sentence) -> tuple[str, Concept] | None:
-    """(verb, object concept) of an instruction: "To rename a skill, open ..." / "Click Delete to remove the
-    bucket." / "You can export the report as CSV." -> ("rename", skill) / ("remove", bucket) / ("export", report)."""
+    """(verb, object concept) of an instruction's goal: "To rename a skill, open ..." / "Click Delete to remove the
+    bucket." / "You can export the report as CSV." -> ("rename", skill) / ("remove", bucket) / ("export", report);
+    the interface step itself ("click", "select") is no goal."""
+    lex = lexicon()
     for t in s.span:
-        if t.pos_ != "VERB" or t.tag_ != "VB":
-            continue
+        if t.pos_ != "VERB" or t.tag_ != "VB" or t.lemma_.lower() in lex.interface_verbs | lex.light_verbs:
+            continue        # a step ("click Save") or a light verb ("take advantage") is not a goal
         to_inf = any(c.dep_ == "aux" and c.lower_ == "to" for c in t.children)
         imperative = t.dep_ == "ROOT" and not any(c.dep_.startswith("nsubj") for c in t.children)
         you = any(c.dep_ == "nsubj" and c.lower_ == "you" for c in t.children) or (
@@ -177,10 +195,23 @@ def _procedure(s: Sentence) -> tuple[str, Concept] | None:
     return None
 
 
-def _clause(s: Sentence) -> Clause | None:
-    """The clause around the subject: "The bridge was opened in 1932." -> passive "opened"."""
+_ANCHORS = {"date": ("DATE",), "place": ("GPE", "LOC", "FAC")}
+
+
+def _anchored(root, anchor: str) -> bool:
+    """The verb has a complement of the anchor's kind: a date ("opened in 1937") or a place ("originated in the
+    Andes")."""
+    if not anchor:
+        return True
+    labels = _ANCHORS[anchor]
+    return any(t.ent_type_ in labels for k in root.children if k.dep_ in ("prep", "npadvmod", "advmod", "agent")
+               for t in k.subtree)
+
+
+def _clause(s: Sentence, anchor: str = "") -> Clause | None:
+    """The clause around the subject: "The bridge was opened in 1937." -> passive "opened"."""
     root = s.span.root
-    if s.subject is None or root.pos_ not in ("VERB", "AUX") or _negated(s.span):
+    if s.subject is None or root.pos_ not in ("VERB", "AUX") or _negated(s.span) or not _anchored(root, anchor):
         return None
     kids = list(root.children)
     past = root.tag_ in ("VBD", "VBN") and not any(k.lower_ in ("is", "are", "has", "have") for k in kids)
@@ -236,7 +267,7 @@ def sentence_offers(s: Sentence) -> list[Offer]:
         if intent.fallback or not all(r(intent, s) for r in rules("intents")):
             continue
         target = _target(intent, s)
-        if target is None or not people_ok(intent, target):
+        if target is None or not people_ok(intent, target) or not no_tautology(intent, target):
             continue
         extra: dict = {}
         if intent.needs_verb:
@@ -245,7 +276,7 @@ def sentence_offers(s: Sentence) -> list[Offer]:
                 continue
             extra["verb"], target = proc
         if intent.needs_clause:
-            if target is not s.subject or (extra_clause := _clause(s)) is None:
+            if target is not s.subject or (extra_clause := _clause(s, intent.anchor)) is None:
                 continue
             extra["clause"] = extra_clause
         if intent.needs_agent:
@@ -279,6 +310,8 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
         out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
         if subject is not None:
             previous = subject
+    seen: set[tuple[str, str]] = set()
+    out = [o for o in out if (o.intent, o.concept.key) not in seen and not seen.add((o.intent, o.concept.key))]
     ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
     for c in ranked[:OVERVIEW_CONCEPTS]:
         i = m.first[c.key]

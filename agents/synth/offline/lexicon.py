@@ -52,6 +52,8 @@ class Intent:
     fallback: bool = False         # asked when nothing more specific is offered
     negated_ok: bool = False       # a negated sentence offers it too ("Funds cannot be used for ..." is a limit)
     about: str = "subject"         # which concept: the subject, else the one after / before the cue
+    needs_number: bool = False     # the sentence states a number (a cost, a limit, a duration is one)
+    anchor: str = ""               # the clause's verb has a date / a place complement ("opened in 1937")
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,10 @@ class Lexicon:
     edge_drop: frozenset[str]
     anaphors: frozenset[str]
     people_heads: frozenset[str]
+    interface_verbs: frozenset[str]
+    light_verbs: frozenset[str]
     people_intents: frozenset[str]
+    named_intents: frozenset[str]
     irregular_past: dict[str, str]
     intents: dict[str, Intent]
 
@@ -79,9 +84,11 @@ def lexicon() -> Lexicon:
             needs_verb=bool(d.get("needs_verb")), needs_clause=bool(d.get("needs_clause")),
             needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
-            about=d.get("about", "subject"))
+            about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
+                   named_intents=frozenset(data["named_intents"]),
+                   interface_verbs=frozenset(data["interface_verbs"]), light_verbs=frozenset(data["light_verbs"]),
                    irregular_past=dict(data["irregular_past"]),
                    intents=intents)
