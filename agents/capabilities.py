@@ -35,6 +35,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx2
+
 from agents.config import EndpointConfig
 from agents.errors import LLMConfigError, LLMError
 from agents.secrets import read_secret, scrub
@@ -156,7 +158,6 @@ class Capabilities:
 
 class _Prober:
     def __init__(self, name: str, ep: EndpointConfig, model: str | None) -> None:
-        import httpx2
         self.name, self.ep = name, ep
         self.model = model or ep.model
         key, headers = endpoint_headers(name, ep)
@@ -213,7 +214,6 @@ def _json_value(text: str | None) -> Any:
 async def probe_endpoint(name: str, ep: EndpointConfig, model: str | None = None) -> Capabilities:
     """Probe one endpoint (see module docstring). Raises :class:`EndpointUnreachable` when
     nothing answers, :class:`LLMConfigError` for a missing key variable."""
-    import httpx2
     p = _Prober(name, ep, model)
     found: dict[str, Any] = {}
     try:
@@ -330,7 +330,6 @@ def _schema_support(p: _Prober, what: str, status: int, data: Any) -> Support:
 
 
 async def _probe_context(p: _Prober, found: dict[str, Any]) -> None:
-    import httpx2
     try:
         # llama-cpp-python: /extras/tokenize/count (no context length exposed)
         status, data = await p.post(f"{p.root}/extras/tokenize/count", {"input": "hello", "model": p.model})
@@ -361,7 +360,6 @@ async def count_prompt_tokens(ep: EndpointConfig, name: str, caps: Capabilities 
     est = max(1, (len(text) + 3) // 4) + 4 * len(messages)
     if caps is None or caps.tokenize is None or est <= exact_above:
         return est, False
-    import httpx2
     key, headers = endpoint_headers(name, ep)
     root = server_root(ep.base_url)
     body = ({"input": text, "model": model} if caps.tokenize == "/extras/tokenize/count"

@@ -60,9 +60,9 @@ def fit_topics(vectors: np.ndarray, texts: list[str], cfg: TopicConfig | None = 
     else:
         x = np.asarray(vectors, dtype=np.float64)
         if cfg.reduce_dims and x.shape[1] > cfg.reduce_dims and n > cfg.reduce_dims:
-            from sklearn.decomposition import PCA
+            from sklearn.decomposition import PCA   # costly: scikit-learn
             x = PCA(n_components=cfg.reduce_dims, random_state=cfg.seed).fit_transform(x)
-        import hdbscan
+        import hdbscan   # costly: hdbscan
         model = hdbscan.HDBSCAN(min_cluster_size=cfg.min_cluster_size, min_samples=cfg.min_samples,
                                 core_dist_n_jobs=1)
         labels = model.fit_predict(x).astype(np.int64)
@@ -88,9 +88,9 @@ def hdbscan_dense(z: np.ndarray, min_cluster_size: int, min_samples: int | None 
     ``hdbscan.HDBSCAN(algorithm="prims_kdtree")`` (ARI 1.000, identical labels at 5k and 20k),
     at 20k x 32 dims ~10 CPU s against 20.6 for that and 42 for the default Boruvka k-d tree,
     which is slow at 32 dimensions. Returns (labels int64, probabilities float32)."""
-    import faiss
-    from hdbscan._hdbscan_linkage import label
-    from hdbscan.hdbscan_ import _tree_to_labels
+    import faiss   # costly: faiss
+    from hdbscan._hdbscan_linkage import label   # costly: hdbscan
+    from hdbscan.hdbscan_ import _tree_to_labels   # costly: hdbscan
     z = np.ascontiguousarray(z, dtype=np.float32)
     n = len(z)
     m = max(1, min(n - 1, min_samples or min_cluster_size))
@@ -137,7 +137,7 @@ def _sample_index(zs: np.ndarray, nprobe: int):
     """Nearest-sample-point search in the PCA space: FAISS IVF (L2) over the sample, ``sqrt(m)``
     cells, ``nprobe`` probed (0 = exact flat search). At 100k x 20k x 32 dims the flat search
     was 16 of the 42 topic seconds."""
-    import faiss
+    import faiss   # costly: faiss
     m, dim = zs.shape
     nlist = int(math.sqrt(m))
     if not nprobe or nprobe >= nlist:
@@ -155,8 +155,8 @@ def _sample_index(zs: np.ndarray, nprobe: int):
 
 def fit_topics_sampled(vectors: np.ndarray, texts: list[str], cfg: TopicConfig) -> TopicResult:
     """HDBSCAN on a seeded sample of ``cfg.sample_size`` chunks; the rest by nearest sample point."""
-    import hdbscan
-    from sklearn.decomposition import PCA
+    import hdbscan   # costly: hdbscan
+    from sklearn.decomposition import PCA   # costly: scikit-learn
     n, d = vectors.shape
     rng = np.random.default_rng(cfg.seed)
     sample = np.sort(rng.choice(n, cfg.sample_size, replace=False))
@@ -196,7 +196,7 @@ def fit_topics_sampled(vectors: np.ndarray, texts: list[str], cfg: TopicConfig) 
     centroids: dict[int, np.ndarray] = {}
     rows = np.flatnonzero(labels >= 0)
     if len(rows):
-        from scipy.sparse import csr_matrix        # topic sums without copying the vectors
+        from scipy.sparse import csr_matrix   # costly: scipy; topic sums without copying the vectors
         t_ids = np.unique(labels[rows])
         member = csr_matrix((np.ones(len(rows), dtype=np.float32), (np.searchsorted(t_ids, labels[rows]), rows)),
                             shape=(len(t_ids), n))
@@ -211,7 +211,7 @@ _TOKEN = re.compile(r"[^\W\d_][\w'-]{2,}", re.UNICODE)
 
 def ctfidf_keywords(texts: list[str], labels: np.ndarray, n: int = 5) -> dict[int, list[str]]:
     """Class-based TF-IDF (BERTopic style): tf per topic * log(1 + A / f_t)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS   # costly: scikit-learn
     per_topic: dict[int, Counter] = {}
     for text, lab in zip(texts, labels.tolist()):
         toks = [t for t in (w.lower() for w in _TOKEN.findall(text)) if t not in ENGLISH_STOP_WORDS]

@@ -28,7 +28,7 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     if choice == "asyncio":
         return None
     try:
-        import uvloop
+        import uvloop   # optional: no uvloop on Windows
     except ImportError:  # pragma: no cover - uvloop is a dependency; a platform without it falls back
         return None
     return uvloop.new_event_loop

@@ -20,7 +20,7 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 def _parse(text: str, suffix: str) -> Any:
     if suffix in TOML_SUFFIXES:
         return tomllib.loads(text)               # TOMLDecodeError is a ValueError
-    import yaml
+    import yaml   # costly: yaml (YAML files only)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

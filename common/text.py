@@ -21,6 +21,7 @@ change if they were merged. Each variant is named after its user:
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 from typing import Collection
 
@@ -48,7 +49,7 @@ SYNTHESIS_EXTRA_STOPWORDS = frozenset({"also", "however", "including", "later", 
 @lru_cache(maxsize=1)
 def bm25_stopwords() -> frozenset[str]:
     """bm25s' English stopword list."""
-    from bm25s.stopwords import STOPWORDS_EN
+    from bm25s.stopwords import STOPWORDS_EN   # costly: bm25s
     return frozenset(STOPWORDS_EN)
 
 
@@ -61,7 +62,7 @@ def abstention_stopwords() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def synthesis_stopwords() -> frozenset[str]:
     """scikit-learn's English list plus :data:`SYNTHESIS_EXTRA_STOPWORDS`."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS   # costly: scikit-learn
     return frozenset(ENGLISH_STOP_WORDS) | SYNTHESIS_EXTRA_STOPWORDS
 
 
@@ -100,6 +101,5 @@ _INVISIBLE_EXTRA = frozenset([0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, *r
 def visible(text: str) -> str:
     """``text`` without its invisible characters (zero-width spaces, format and control
     characters, white space, variation selectors ...): empty for a name that shows nothing."""
-    import unicodedata
     return "".join(ch for ch in text if ord(ch) not in _INVISIBLE_EXTRA
                    and unicodedata.category(ch)[0] not in "CZ")

@@ -59,7 +59,7 @@ def _postprocess(text: str, tail_words: int) -> str:
 
 
 def _splitter(cfg: ChunkConfig):
-    from langchain_text_splitters import RecursiveCharacterTextSplitter
+    from langchain_text_splitters import RecursiveCharacterTextSplitter   # costly: langchain-text-splitters
 
     if cfg.mode == "chars":
         size = cfg.max_size or 2048

@@ -46,7 +46,7 @@ def normalise(text: str) -> str:
 
 
 def detect_language(text: str) -> str:
-    import py3langid
+    import py3langid   # costly: py3langid (its model loads on import)
     lang, _ = py3langid.classify(text[:2000])
     return lang
 

@@ -91,7 +91,7 @@ class Deduper:
 
     def add(self, ids: Sequence[str], texts: Sequence[str]) -> list[Duplicate]:
         """Near-duplicates (of earlier kept items) among this batch; the others are kept."""
-        from datasketch import MinHash
+        from datasketch import MinHash   # costly: datasketch
 
         cfg = self.cfg
         if not cfg.enabled or not ids:
@@ -257,7 +257,7 @@ class Deduper:
 @functools.lru_cache(maxsize=None)
 def _lsh_params(threshold: float, num_perm: int) -> tuple[int, int]:
     """datasketch MinHashLSH's (bands, rows per band) for this threshold."""
-    from datasketch import MinHashLSH
+    from datasketch import MinHashLSH   # costly: datasketch
 
     lsh = MinHashLSH(threshold=threshold, num_perm=num_perm)
     return lsh.b, lsh.r

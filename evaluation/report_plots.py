@@ -14,7 +14,7 @@ from evaluation.metrics import measure_label
 
 
 def _figure(width: float = 7.0, height: float = 4.0):
-    from matplotlib.figure import Figure  # the Agg canvas is attached automatically
+    from matplotlib.figure import Figure   # costly: matplotlib; the Agg canvas is attached automatically
     fig = Figure(figsize=(width, height), dpi=100)
     return fig, fig.add_subplot(1, 1, 1)
 

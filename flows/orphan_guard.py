@@ -23,7 +23,7 @@ def _rewrite(argv: list[str]) -> list[str]:
 
 def install() -> bool:
     """Idempotent; returns True when the guard is active."""
-    from prefect.server.api import server as srv
+    from prefect.server.api import server as srv   # costly: the Prefect server
     cls = srv.SubprocessASGIServer
     if getattr(cls, "_mtr_orphan_guard", False):
         return True

@@ -31,7 +31,7 @@ def main() -> None:
     del sys.argv[1]
     sys.argv[0] = "uvicorn"
     threading.Thread(target=_watch, args=(parent,), name="mtr-orphan-watchdog", daemon=True).start()
-    from uvicorn.main import main as uvicorn_main
+    from uvicorn.main import main as uvicorn_main   # costly: uvicorn
     uvicorn_main()
 
 

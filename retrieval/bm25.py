@@ -21,6 +21,7 @@ instead of rebuilding (``loaded_from_cache`` tells which happened). Beside a run
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -43,9 +44,7 @@ from .base import (Doc, RetrievalError, check_docs, check_k, check_queries, corp
 def _bm25s():
     """The bm25s module, its logger kept at WARNING (bm25s sets it to DEBUG on import, which put
     "Building index from IDs" on the console of every command)."""
-    import logging
-
-    import bm25s
+    import bm25s   # costly: bm25s
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     return bm25s
 
@@ -93,7 +92,7 @@ class BM25Tokenizer:
         stem = None
         if self.stemmer:
             try:
-                import Stemmer  # PyStemmer
+                import Stemmer   # costly: PyStemmer (stemming only)
             except ImportError as exc:  # pragma: no cover - PyStemmer is a declared dependency
                 raise RetrievalError("stemming needs PyStemmer (pip install PyStemmer)") from exc
             try:

@@ -36,7 +36,7 @@ def _content_hash(text: str) -> str:
 
 def faiss_available() -> bool:
     try:
-        import faiss  # noqa: F401
+        import faiss  # noqa: F401 - optional: faiss may be missing
     except Exception:  # noqa: BLE001 - any import problem means "not available"
         return False
     return True
@@ -180,7 +180,7 @@ class DenseRetriever:
         self._rank = id_ranks(ids)
         self._faiss = None
         if self.use_faiss:
-            import faiss
+            import faiss   # costly: faiss
             index = faiss.IndexFlatIP(vectors.shape[1])
             index.add(vectors)
             self._faiss = index

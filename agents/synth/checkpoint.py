@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiosqlite
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import WRITES_IDX_MAP, ChannelVersions, Checkpoint, CheckpointMetadata, \
     get_checkpoint_metadata
@@ -51,7 +52,6 @@ class GroupCommitSqliteSaver(AsyncSqliteSaver):
         """The parent's, with a busy timeout of ``BUSY_TIMEOUT_S``: synthesis batches in parallel worker
         processes share the run's checkpoint database, and on a loaded machine one process's commit
         (or the first one's switch to WAL) can hold the write lock past sqlite's default 5 s."""
-        import aiosqlite
         async with aiosqlite.connect(conn_string, timeout=BUSY_TIMEOUT_S) as conn:
             yield cls(conn)
 

@@ -184,7 +184,7 @@ def script_share(text: str, script: str) -> float:
 
 @lru_cache(maxsize=1)
 def _langid():
-    import py3langid          # a small table of byte n-grams, loaded on first use
+    import py3langid          # costly: py3langid (a table of byte n-grams, loaded on first use)
     return py3langid
 
 

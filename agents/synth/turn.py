@@ -10,6 +10,7 @@ from collections import Counter
 
 from agents.synth.state import THREAD_LOOKS, ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
 from agents.synth.text import content_words, jaccard, page_name, phrase_pattern, words  # noqa: F401 (page_name re-exported)
+from agents.synth.uniqueness import search
 
 
 async def select(ctx: GraphContext, state: ConvState) -> dict:
@@ -163,7 +164,6 @@ async def _related_hits(ctx: GraphContext, name: str) -> list[str]:
     loop on a large corpus), kept per name in ``ctx.related``: every turn of a conversation on that page asks it."""
     if len(name) < 3:
         return []
-    from agents.synth.uniqueness import search
     cache = ctx.related
     if name not in cache:
         if len(cache) > _RELATED_CACHE_MAX:

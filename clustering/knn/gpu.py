@@ -15,7 +15,7 @@ import numpy as np
 def gpu_knn(vectors: np.ndarray, k: int = 100, query_batch: int = 65536,
             progress: Callable[[int], None] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Exact kNN on every visible GPU (FAISS flat index, sharded). Needs a FAISS GPU build."""
-    import faiss
+    import faiss   # costly: faiss
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = x.shape
     k = max(0, min(k, n - 1))
@@ -53,7 +53,7 @@ def torch_knn(vectors: np.ndarray, k: int = 100, device: str = "cuda", max_block
     until the end when they fit in a quarter of its free memory (no host sync per block). Ties at the k-th similarity
     (duplicate passages) may keep another, equally near, index than :func:`knn` does.
     """
-    import torch
+    import torch   # costly: torch
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n, d = x.shape
     kk = max(0, min(k, n - 1))
@@ -119,7 +119,7 @@ def torch_knn(vectors: np.ndarray, k: int = 100, device: str = "cuda", max_block
 
 def torch_cuda_available() -> bool:
     try:
-        import torch
+        import torch   # costly: torch
         return bool(torch.cuda.is_available())
     except Exception:  # noqa: BLE001 - no torch or a broken CUDA setup
         return False
@@ -127,7 +127,7 @@ def torch_cuda_available() -> bool:
 
 def gpu_available() -> bool:
     try:
-        import faiss
+        import faiss   # costly: faiss
         return hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0
     except Exception:  # noqa: BLE001 - no usable FAISS GPU build
         return False

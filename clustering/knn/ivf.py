@@ -21,6 +21,7 @@ import logging
 import math
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -56,7 +57,7 @@ class IVF:
     def faiss_index(self, vectors: np.ndarray):
         """A searchable ``faiss.IndexIVFFlat`` (inner product) over ``vectors`` without
         re-training or re-assigning (for later dense searches over the same corpus)."""
-        import faiss
+        import faiss   # costly: faiss
         d = self.centroids.shape[1]
         quant = faiss.IndexFlatIP(d)
         quant.add(np.ascontiguousarray(self.centroids, dtype=np.float32))
@@ -74,7 +75,7 @@ def default_threads(threads: int | None) -> int:
     if threads:
         return max(1, int(threads))
     try:
-        import faiss
+        import faiss   # costly: faiss
         return max(1, min(os.cpu_count() or 1, faiss.omp_get_max_threads()))
     except Exception:  # noqa: BLE001
         return 1
@@ -84,7 +85,7 @@ def pool_map(fn: Callable[[Any], Any], items, threads: int):
     """``map(fn, items)`` over ``threads`` Python threads (FAISS and BLAS release the GIL), each
     running FAISS single-threaded: OpenMP's spinning workers cost CPU on a shared machine
     (measured: 2 OpenMP threads used 14.2 CPU s / 31 s wall where 1 used 8.0 / 17 s)."""
-    import faiss
+    import faiss   # costly: faiss
 
     def one(item):
         faiss.omp_set_num_threads(1)
@@ -97,7 +98,6 @@ def pool_map(fn: Callable[[Any], Any], items, threads: int):
         finally:
             faiss.omp_set_num_threads(prev)
         return
-    from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(threads) as ex:
         yield from ex.map(one, items)
 
@@ -105,7 +105,7 @@ def pool_map(fn: Callable[[Any], Any], items, threads: int):
 def train_ivf(x: np.ndarray, nlist: int, nprobe: int, seed: int = 0, train_per_cell: int = 32,
               niter: int = 10, threads: int | None = None) -> IVF:
     """Spherical k-means (FAISS) on a seeded sample, then every vector's nearest cell."""
-    import faiss
+    import faiss   # costly: faiss
     n, d = x.shape
     threads = default_threads(threads)
     rng = np.random.default_rng(seed)
@@ -174,7 +174,7 @@ def exact_top(x: np.ndarray, rows: np.ndarray, r: int, threads: int | None = Non
     ``x[rows]`` against all of ``x``: ``faiss.knn`` (inner products + heap selection,
     memory-bounded in its own blocks) per ``block`` queries (default: the rows split evenly
     over the threads; larger calls run faster) on Python threads."""
-    import faiss
+    import faiss   # costly: faiss
     threads = default_threads(threads)
     block = block or max(64, -(-len(rows) // threads))
     out = np.empty((len(rows), r), dtype=np.int64)
@@ -194,7 +194,7 @@ def exact_top(x: np.ndarray, rows: np.ndarray, r: int, threads: int | None = Non
 def cell_probes(centroids: np.ndarray, cells: np.ndarray, nprobe: int) -> np.ndarray:
     """The ``nprobe`` cells nearest to each of ``cells`` (by centroid inner product, nearest
     first): the cells the cell-batched search reads for the vectors of that cell."""
-    import faiss
+    import faiss   # costly: faiss
     quant = faiss.IndexFlatIP(centroids.shape[1])
     quant.add(np.ascontiguousarray(centroids, dtype=np.float32))
     _, probes = quant.search(np.ascontiguousarray(centroids[cells], dtype=np.float32), min(nprobe, len(centroids)))
@@ -271,7 +271,7 @@ def ivf_knn(vectors: np.ndarray, k: int = 100, nlist: int | None = None, nprobe:
     then :func:`calibrate_nprobe` picks the smallest ``nprobe`` whose recall@10 on a seeded
     sample of queries reaches ``target_recall``; ``ivf.nprobe`` / ``ivf.calibration`` hold
     the outcome."""
-    import faiss
+    import faiss   # costly: faiss
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = x.shape[0]
     k = max(0, min(k, n - 1))

@@ -8,6 +8,7 @@ than two contexts, or both judges constant on the same single label).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -28,10 +29,9 @@ class Agreement:
 
 
 def _kappa(a: list[str], b: list[str], labels: Sequence[str]) -> float:
-    from sklearn.metrics import cohen_kappa_score
+    from sklearn.metrics import cohen_kappa_score   # costly: scikit-learn
     if len(a) < 2 or len(set(a) | set(b)) < 2:
         return math.nan
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         k = cohen_kappa_score(a, b, labels=list(labels))

@@ -25,7 +25,7 @@ class AurocResult:
 
 def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
     """AUROC (sklearn); NaN when ``labels`` hold a single class."""
-    from sklearn.metrics import roc_auc_score
+    from sklearn.metrics import roc_auc_score   # costly: scikit-learn
     y = np.asarray(labels, dtype=int)
     if y.size == 0 or y.min() == y.max():
         return math.nan
@@ -34,7 +34,7 @@ def auroc(labels: Sequence[int], scores: Sequence[float]) -> float:
 
 def auroc_test(labels: Sequence[int], scores: Sequence[float]) -> AurocResult:
     """AUROC with the one-sided Mann-Whitney p-value of ``AUROC > 0.5``."""
-    from scipy.stats import mannwhitneyu
+    from scipy.stats import mannwhitneyu   # costly: scipy
     y = np.asarray(labels, dtype=int)
     s = np.asarray(scores, dtype=float)
     pos, neg = s[y == 1], s[y == 0]
@@ -48,7 +48,7 @@ def auroc_test(labels: Sequence[int], scores: Sequence[float]) -> AurocResult:
 def rank_auroc(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Row-wise AUROC of ``(B, n)`` label / score matrices (mid-ranks for ties); NaN for rows
     with a single class. Equals :func:`auroc` on every row."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata   # costly: scipy
     y = np.atleast_2d(labels).astype(bool)
     s = np.atleast_2d(scores).astype(float)
     ranks = rankdata(s, axis=1)

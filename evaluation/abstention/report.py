@@ -144,7 +144,7 @@ def markdown(res: AbstentionResult) -> str:
 
 def plot_ladder(res: AbstentionResult, path: str | Path) -> Path:
     """False-miss rate (yes; yes+partial) and Youden's J along the ladder (matplotlib Agg)."""
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure   # costly: matplotlib
     rows = res.per_retriever
     x = list(range(len(rows)))
     fig = Figure(figsize=(max(6.0, 1.6 * len(rows) + 2), 4.2), dpi=100)

@@ -108,7 +108,7 @@ def _pairs(data: Sequence[Sequence[Any]]) -> list[tuple[np.ndarray, np.ndarray]]
 def mean_pairwise_spearman(data: Sequence[Sequence[float | None]], min_units: int = 3) -> float:
     """Mean Spearman rho over judge pairs (units both judged; pairs with fewer than
     ``min_units`` common units or a constant column are left out); NaN when no pair counts."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr   # costly: scipy
     rhos = []
     for x, y in _pairs(data):
         if len(x) < min_units:

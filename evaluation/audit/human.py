@@ -80,7 +80,7 @@ def load_human_ratings(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _corr(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
-    from scipy.stats import pearsonr, spearmanr
+    from scipy.stats import pearsonr, spearmanr   # costly: scipy
     nan = float("nan")
     if len(x) < 3 or len(set(x)) < 2 or len(set(y)) < 2:
         return {"pearson": nan, "pearson_p": nan, "spearman": nan, "spearman_p": nan}

@@ -61,7 +61,7 @@ class PositionBias:
 
 
 def _sf(x: float, df: int) -> float:
-    from scipy.stats import chi2
+    from scipy.stats import chi2   # costly: scipy
     return float(chi2.sf(x, df)) if df > 0 and not math.isnan(x) else NAN
 
 

@@ -10,6 +10,8 @@ import math
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
+
 from evaluation.audit.aggregate import ENSEMBLE
 from evaluation.audit.config import LABELS, variant_name
 from evaluation.html import escape, html_table, page_start, png_data_uri, write_page
@@ -49,8 +51,7 @@ def _fmt(x: Any, digits: int = 3) -> str:
 def plot_heatmap(summary: Sequence[Mapping[str, Any]], path: str | Path, note: str | None = None) -> Path:
     """One panel per headline metric; rows = judges (+ ensemble), columns = benchmarks, cells =
     means (colour scale 1-5, or 0-1 for distinguishability)."""
-    import numpy as np
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure   # costly: matplotlib
 
     keys = headline_keys(summary)
     benches = list(dict.fromkeys(r["benchmark"] for r in summary))

@@ -20,6 +20,8 @@ from evaluation.audit import schemas
 from evaluation.audit.base import JudgeSpec
 from evaluation.audit.config import AuditConfig, variant_name
 from evaluation.audit.judges import heuristic_judges, resolve_judges
+from evaluation.audit.run import run_audit
+from storage.benchmark import load_benchmark
 from storage.store import RunStore
 
 AUDIT_DIR = "audit"             # <run>/audit: the self-audit's own run directory
@@ -62,8 +64,6 @@ def run_self_audit(run_dir: str | Path, llm_config: LLMConfig | None = None, *, 
     judges, the ensemble's and each judge's summary rows, the self exclusions, the audit's cost beside the
     synthesis's, its wall time and where its report is. A run without an accepted turn is not audited
     (``skipped`` says why)."""
-    from evaluation.audit.run import run_audit
-    from storage.benchmark import load_benchmark
     store = RunStore(str(run_dir))
     bench = load_benchmark(store.path, "ours")
     specs = self_audit_judges(llm_config, judges, llm_judges)
