@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE, quote_passage, quote_passages
-from agents.steps import LLMStep
-from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, usage_add, visible_history
+from agents.synth.state import ConvState, GraphContext, passage, visible_history
+from agents.synth.step import SynthStep
 
 UNANSWERABLE_ANSWER = ("I'm sorry, but the available information does not answer that question.")
 
@@ -23,14 +23,9 @@ class AnswerOut(BaseModel):
     answer: str = Field(..., min_length=1)
 
 
-class Answerer(LLMStep):
+class Answerer(SynthStep, name="answerer", kind="generation", prompt_version="answerer-v3", output_model=AnswerOut,
+               expected_output_tokens=400):
     """Answers the candidate question (see module docstring)."""
-
-    name = "answerer"
-    kind = "generation"
-    prompt_version = "answerer-v3"
-    output_model = AnswerOut
-    expected_output_tokens = 400
 
     def build_messages(self, x: dict) -> list[dict]:
         msgs = [{"role": "system", "content": "You are a helpful, thorough assistant. Reply with JSON only: "
@@ -80,8 +75,4 @@ STEP = Answerer()
 async def node(ctx: GraphContext, state: ConvState) -> dict:
     if state["cand"]["unanswerable"]:
         return {"answer": UNANSWERABLE_ANSWER}
-    res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "a"))
-    upd: dict = {"turn_usage": usage_add(state, res)}
-    if not res.ok:
-        return {**upd, "turn_error": error_record(STEP.name, res)}
-    return {**upd, "answer": res.output.answer.strip()}
+    return await STEP.turn_update(ctx, state, inputs(ctx, state), "a", lambda out: {"answer": out.answer.strip()})

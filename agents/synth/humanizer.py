@@ -14,9 +14,9 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE
-from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history
-from agents.synth.state import ConvState, GraphContext, item_id, ok_turns, usage_add, visible_history
+from agents.synth.state import ConvState, GraphContext, ok_turns, visible_history
+from agents.synth.step import SynthStep
 from agents.synth.text import salient_phrase
 
 BANNED = ("rewrite", "here is", "certainly", "sure,")
@@ -26,14 +26,9 @@ class HumanizeOut(BaseModel):
     text: str = Field(..., min_length=1)
 
 
-class Humanizer(LLMStep):
+class Humanizer(SynthStep, name="humanizer", kind="generation", prompt_version="humanizer-v2",
+                output_model=HumanizeOut, expected_output_tokens=40):
     """Rewrites the question casually (see module docstring)."""
-
-    name = "humanizer"
-    kind = "generation"
-    prompt_version = "humanizer-v2"
-    output_model = HumanizeOut
-    expected_output_tokens = 40
 
     def build_messages(self, x: dict) -> list[dict]:
         ctx = fmt_history(x.get("history") or [], cut=300) or "(no earlier turns)"
@@ -84,8 +79,9 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
     cand = state["cand"]
     if state["turn"] == 1 and not ctx.cfg.humanize_first_turn:
         return {"cand": {**cand, "humanized": cand["question"], "humanize_note": "first turn kept formal"}}
-    res = await ctx.llm.run(STEP, inputs(state), item_id=item_id(state, "h"))
-    text, why = humanizer_guard(cand["question"], res.output.text if res.ok else None)
-    if not res.ok:
-        why = f"humanizer failed ({res.failure.kind}); original kept"
-    return {"turn_usage": usage_add(state, res), "cand": {**cand, "humanized": text, "humanize_note": why}}
+
+    def keep(text: str, why: str | None) -> dict:
+        return {"cand": {**cand, "humanized": text, "humanize_note": why}}
+    return await STEP.turn_update(
+        ctx, state, inputs(state), "h", lambda out: keep(*humanizer_guard(cand["question"], out.text)),
+        lambda res: keep(cand["question"], f"humanizer failed ({res.failure.kind}); original kept"))

@@ -23,12 +23,11 @@ from typing import Callable
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE
-from agents.steps import LLMStep
 from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth.offline.errors import NothingToAsk, NoThread
 from agents.synth.text import words
-from agents.synth.state import (ConvState, GraphContext, error_record, item_id, ok_turns, passage, previous_questions,
-                                usage_add, visible_history)
+from agents.synth.state import ConvState, GraphContext, ok_turns, passage, previous_questions, visible_history
+from agents.synth.step import SynthStep
 
 
 class QuestionOut(BaseModel):
@@ -39,14 +38,9 @@ class QuestionOut(BaseModel):
         "a comparison question that needs two passages: the 1-based number of the other one"))
 
 
-class Questioner(LLMStep):
+class Questioner(SynthStep, name="questioner", kind="generation", prompt_version="questioner-v3",
+                 output_model=QuestionOut, expected_output_tokens=80):
     """Writes the next user question (see module docstring)."""
-
-    name = "questioner"
-    kind = "generation"
-    prompt_version = "questioner-v3"
-    output_model = QuestionOut
-    expected_output_tokens = 80
 
     def build_messages(self, x: dict) -> list[dict]:
         sys_msg = ("You write questions for a conversational search benchmark. You play a curious person "
@@ -199,12 +193,10 @@ _SELECTION_MISSES = {NoThread.__name__: "thread_looks", NothingToAsk.__name__: "
 
 
 async def node(ctx: GraphContext, state: ConvState) -> dict:
-    res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "q"))
-    upd: dict = {"turn_usage": usage_add(state, res)}
-    if not res.ok:
-        # nothing to ask, or nothing that leans on the conversation: other passages next attempt, counted apart
+    def selection_miss(res) -> dict | None:
+        """Nothing to ask, or nothing that leans on the conversation: other passages next attempt, counted apart."""
         counter = _SELECTION_MISSES.get(res.failure.error_class) if res.failure.kind == "offline_error" else None
-        if counter:
-            return {**upd, "cand": None, "feedback": res.failure.message, counter: state.get(counter, 0) + 1}
-        return {**upd, "turn_error": error_record(STEP.name, res)}
-    return {**upd, **candidate(res.output, state["shown"], is_unanswerable_turn(state))}
+        return {"cand": None, "feedback": res.failure.message, counter: state.get(counter, 0) + 1} if counter else None
+    return await STEP.turn_update(ctx, state, inputs(ctx, state), "q",
+                                  lambda out: candidate(out, state["shown"], is_unanswerable_turn(state)),
+                                  selection_miss)

@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE, quote_passage
-from agents.steps import LLMStep
 from agents.synth.config import SynthConfig
 from agents.synth.state import ConvState, GraphContext, item_id, passage, usage_add
+from agents.synth.step import SynthStep
 
 
 class AlsoAnswersOut(BaseModel):
@@ -32,14 +32,9 @@ class AlsoAnswersOut(BaseModel):
     answers: bool = Field(..., description="this passage alone also answers the question")
 
 
-class UniquenessJudge(LLMStep):
+class UniquenessJudge(SynthStep, name="uniqueness", kind="judge", prompt_version="uniqueness-v2",
+                      output_model=AlsoAnswersOut, expected_output_tokens=80):
     """Judges one retrieved passage (see module docstring)."""
-
-    name = "uniqueness"
-    kind = "judge"
-    prompt_version = "uniqueness-v2"
-    output_model = AlsoAnswersOut
-    expected_output_tokens = 80
 
     def build_messages(self, x: dict) -> list[dict]:
         return [{"role": "system", "content": "You are a strict relevance assessor. Reply with JSON only. " + DATA_RULE},

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE, quote_passage, quote_passages
-from agents.steps import LLMStep
-from agents.synth.state import ConvState, GraphContext, error_record, item_id, passage, previous_questions, usage_add
+from agents.synth.state import ConvState, GraphContext, passage, previous_questions
+from agents.synth.step import SynthStep
 from agents.synth.text import jaccard_words
 
 
@@ -25,14 +25,9 @@ class VerdictOut(BaseModel):
     novel: bool = Field(..., description="the question differs from all earlier questions")
 
 
-class Verifier(LLMStep):
+class Verifier(SynthStep, name="verifier", kind="judge", prompt_version="verifier-v3", output_model=VerdictOut,
+               expected_output_tokens=120):
     """Reviews the candidate question and answer (see module docstring)."""
-
-    name = "verifier"
-    kind = "judge"
-    prompt_version = "verifier-v3"
-    output_model = VerdictOut
-    expected_output_tokens = 120
 
     def build_messages(self, x: dict) -> list[dict]:
         prev = "\n".join(f"- {q}" for q in x.get("previous_questions") or []) or "(none)"
@@ -107,8 +102,4 @@ async def node(ctx: GraphContext, state: ConvState) -> dict:
         # no passage to judge against: only the novelty check (graph-side, no model call)
         new, why = novelty(cand["question"], cand["standalone_question"], previous_questions(state))
         return {"feedback": None} if new else {"cand": None, "feedback": f"verifier: {why}"}
-    res = await ctx.llm.run(STEP, inputs(ctx, state), item_id=item_id(state, "v"))
-    upd: dict = {"turn_usage": usage_add(state, res)}
-    if not res.ok:
-        return {**upd, "turn_error": error_record(STEP.name, res)}
-    return {**upd, **review(res.output)}
+    return await STEP.turn_update(ctx, state, inputs(ctx, state), "v", review)
