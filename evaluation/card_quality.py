@@ -57,7 +57,8 @@ def audit_section(audit: Mapping[str, Any] | None, skipped_reason: str | None = 
     lines = [AUDIT_HEADING, ""]
     if audit is None or audit.get("skipped"):
         why = (audit or {}).get("skipped") or skipped_reason or "not run"
-        return "\n".join(lines + [f"Not audited: {why}. Run `mtr audit --benchmark RUN --format ours` to audit it."])
+        hint = " Run `mtr audit --benchmark RUN --format ours` to audit it." if audit is None else ""
+        return "\n".join(lines + [f"Not audited: {why}.{hint}"])
     rows = audit.get("summary") or []
     judges = [j["name"] for j in audit.get("judges", [])]
     heur = audit.get("offline_judges") or []

@@ -35,7 +35,7 @@ checks only, and ``qrels`` asks that they have no gold. Thresholds: ``synth.gate
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Collection
 
 from agents.synth import gate_text as G
@@ -368,3 +368,41 @@ def guard_rewrite(ctx: GraphContext, state: ConvState) -> dict:
     return {"cand": {**cand, "humanized": cand["question"], "humanize_note": feedback(fails) + "; original kept"},
             "gate_log": [*state.get("gate_log", []), *_log(state, fails, "humanizer", cand["humanized"])]}
 
+
+
+def recheck(turns: list[dict], corpus: dict[str, dict],
+            cfg: GateConfig | None = None) -> dict[str, list[tuple[str, str]]]:
+    """The gate run again over a run's stored ``ok`` turns (``turns`` rows, ``corpus``: chunk id -> {title, text}):
+    ``sample_id -> failing (check, reason)`` for each ok turn that fails a check now (empty when every one passes).
+    The history is rebuilt as the graph saw it: the earlier ok turns of the conversation since its topic switch. The
+    stored question is the one the user sees (the humanizer's rewrite, checked as such)."""
+    cfg = cfg or GateConfig()
+    by: dict[str, list[dict]] = {}
+    for t in turns:
+        by.setdefault(t["conv_id"], []).append(t)
+    lang = _corpus_language(corpus)
+    out: dict[str, list[tuple[str, str]]] = {}
+    for conv in by.values():
+        conv.sort(key=lambda t: t["turn"])
+        seen: list[dict] = []
+        for t in conv:
+            if t["status"] != "ok":
+                continue
+            if t.get("is_switch"):
+                seen = []
+            gold = list(t.get("gold_doc_ids") or [])
+            history = " ".join(f"{p['question']} {p['answer']} {p.get('standalone_question') or ''} "
+                               + " ".join((corpus.get(g) or {}).get("title") or "" for g in p.get("gold_doc_ids") or [])
+                               for p in seen)
+            language, script = passage_language(corpus, gold) if gold else lang
+            base = GateInput(question=t["question_original"] or t["question"], standalone=t["standalone_question"],
+                             answer=t["answer"] or "", unanswerable=t["answerability"] == "UNANSWERABLE", gold=gold,
+                             passages=[corpus[g]["text"] for g in gold if g in corpus], history=history, known=corpus,
+                             language=language, script=script)
+            fails = evaluate(base, cfg)
+            if t["question"] != base.question:      # the rewrite the user sees: the question-side checks
+                fails += evaluate(replace(base, question=t["question"]), cfg, only=lambda c: c.on_rewrite)
+            if fails:
+                out[t["sample_id"]] = fails
+            seen.append(t)
+    return out
