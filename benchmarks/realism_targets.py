@@ -53,9 +53,9 @@ def untitle(src: str, dst: str) -> None:
 
 
 def recall_and_ratio(bench, work: Path, emb: str | None = None) -> dict:
-    from evaluation.realism import evaluate_modes
-    ev = evaluate_modes(bench, RETRIEVERS, ("last_turn", "rewrite"), index_dir=work / "bm25",
-                        cache_dir=emb or work / "emb")
+    from evaluation.benchmark_eval import evaluate_benchmark
+    ev = evaluate_benchmark(bench, list(RETRIEVERS), ["last_turn", "rewrite"], depth=20, index_dir=work / "bm25",
+                            cache_dir=emb or work / "emb", ks=(5, 20))
     out = {}
     for key, res in ev.results.items():
         r, m = key.split("/", 1)

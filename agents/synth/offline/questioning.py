@@ -12,7 +12,9 @@ question whose rewrite repeats an earlier one.
 A follow-up with nothing that leans on the conversation first looks at other passages
 (:class:`~agents.synth.offline.errors.NoThread`, up to ``THREAD_LOOKS`` a turn) and asks in full only after that;
 with no candidate at all the attempt fails with :class:`~agents.synth.offline.errors.NothingToAsk` and the next
-attempt is shown other passages. The ``attempt``-th best candidate is asked (a rejected attempt moves down the list).
+attempt is shown other passages. From the ``attempt``-th best candidate down (a rejected attempt moves down the
+list), the first that passes the checks stage is asked (:func:`_verifiable`): a conversation keeps its turns instead
+of losing them to verifier rejections.
 
 An unanswerable turn asks, about the segment's concept (or the shown passages' most salient one), an intent that no
 shown passage offers about it; the uniqueness check then searches the whole corpus for a passage that does, and
@@ -27,12 +29,13 @@ from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
 from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon
-from agents.synth.offline.checks import offers_about
+from agents.synth.offline.checks import answer, offers_about, verify
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
 
 RARE_IDF = 4.0          # a word above this idf is one a person would not type unless the conversation said it
 NEED_HEAD = 6           # candidates at the head of the ranking whose history need is searched
+PRECHECK = 8            # candidates from the attempt-th down that are checked before one is asked
 UNANSWERABLE_INTENTS = ("cost", "limit", "requirement", "risk", "duration", "advice", "example", "purpose")
 
 
@@ -115,10 +118,24 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
         raise NoThread(f"no follow-up in the shown passages leans on the conversation (look "
                        f"{x.get('thread_looks', 0) + 1} of {THREAD_LOOKS})")
     k = x.get("attempt", 0)
-    if k >= len(cands):
-        raise NothingToAsk(f"no question left in the shown passages ({len(cands)} candidates, attempt {k + 1})")
-    _, i, _, asked = cands[k]
-    return i + 1, asked.question, asked.standalone, []
+    earlier = [" ".join(words(q)) for q in x.get("previous_questions") or []]
+    for _, i, _, asked in cands[k:k + PRECHECK]:
+        if _verifiable(asked, passages[i], earlier):
+            return i + 1, asked.question, asked.standalone, []
+    raise NothingToAsk(f"no question left in the shown passages that its passage answers ({len(cands)} candidates, "
+                       f"attempt {k + 1})")
+
+
+def _verifiable(asked, passage: dict, earlier: list[str]) -> bool:
+    """The candidate passes the checks stage before it is asked: its answer is found, fits and names its concept,
+    and the question as asked is not an earlier question's text ("How much does it cost?" twice in a conversation
+    is a repeat even about two things). The verifier then judges the same answer with the same rules."""
+    if " ".join(words(asked.question)) in earlier:
+        return False
+    a = answer(asked.question, asked.standalone, passage)
+    ok, _, _ = verify({"question": asked.question, "standalone_question": asked.standalone, "answer": a,
+                       "passage": passage})
+    return ok
 
 
 def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
