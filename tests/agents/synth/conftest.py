@@ -27,7 +27,6 @@ def spine_copy(example_spine, tmp_path):
 
 @pytest.fixture
 def role_server():
-    srv = RoleScriptedServer()
-    srv.start()
-    yield srv
-    srv.stop()
+    """A started :class:`RoleScriptedServer` (stopped after the test)."""
+    with RoleScriptedServer() as srv:
+        yield srv
