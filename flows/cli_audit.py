@@ -161,7 +161,7 @@ def register(app: typer.Typer) -> None:
         Example: mtr audit --benchmark tests/data/mtrag --format mtrag --domain clapnq --negatives bm25
         """
         from evaluation.audit import JudgeConfigError   # costly at CLI start-up: evaluation.audit
-        from evaluation.audit.human import HumanRatingsError
+        from evaluation.audit.human import HumanRatingsError   # costly at CLI start-up: evaluation.audit
         from retrieval.base import RetrievalError   # costly at CLI start-up: retrieval
         from storage.benchmark import load_benchmarks   # costly at CLI start-up: storage.benchmark
 
@@ -217,7 +217,7 @@ def register(app: typer.Typer) -> None:
         Example: mtr audit-human mtr-runs/audit-mtrag ratings.csv
         """
         from evaluation.audit import human_agreement_from_run   # costly at CLI start-up: evaluation.audit
-        from evaluation.audit.human import HumanRatingsError
+        from evaluation.audit.human import HumanRatingsError   # costly at CLI start-up: evaluation.audit
         require_file(ratings, "human ratings file")
         try:
             rows = human_agreement_from_run(run_dir, ratings)
