@@ -15,6 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from agents.synth.gate import CHECKS
 from evaluation.audit.config import LABELS, variant_name
 
 AUDIT_HEADING = "## Self-audit (MTR-Eval)"
@@ -28,26 +29,30 @@ def _f(x: Any, d: int = 3) -> str:
 
 
 def gate_section(rows: Sequence[Mapping[str, Any]], mode: str, thresholds: Mapping[str, Any],
-                 n_ok: int, n_failed_by_gate: int) -> str:
-    """The gate table (see module docstring); ``rows`` = ``gate_rejections`` rows."""
+                 n_ok: int, n_failed_by_gate: int, skip: Sequence[str] = ()) -> str:
+    """The gate table (see module docstring): a row per check (in the gate's order) and model that rejected
+    something, a row with zeros for a check that rejected nothing; ``rows`` = ``gate_rejections`` rows."""
     lines = [GATE_HEADING, ""]
     if mode == "off":
         return "\n".join(lines + ["The quality gate was off (`--gate off`): no turn was checked by it."])
     lines += [f"Mode `{mode}`: every candidate the verifier accepted was checked by the same named checks, whatever "
               f"the backend; {len(rows)} rejection(s), {n_failed_by_gate} turn(s) failed on the gate, {n_ok} turns "
-              "kept (each passed every check). A rejected candidate goes back to the questioner with the reason.", ""]
-    if rows:
-        per: Counter = Counter()
-        final: Counter = Counter()
-        for r in rows:
-            k = (r["check"], r["role"], r.get("model") or "–")
-            per[k] += 1
-            final[k] += bool(r.get("final"))
-        lines += ["| check | role | model | rejections | turns failed |", "|---|---|---|---|---|"]
-        for (check, role, model), n in sorted(per.items(), key=lambda kv: (-kv[1], kv[0])):
-            lines.append(f"| {check} | {role} | {model} | {n} | {final[(check, role, model)]} |")
-        lines.append("")
-    lines.append("Thresholds: " + ", ".join(f"`{k}` {v}" for k, v in thresholds.items()) + ".")
+              "kept (each passed every check). A rejected candidate goes back to the questioner with the reason; a "
+              "humanizer's rewrite that fails keeps the question it rewrote.", ""]
+    per: Counter = Counter()
+    final: Counter = Counter()
+    for r in rows:
+        k = (r["check"], r["role"], r.get("model") or "–")
+        per[k] += 1
+        final[k] += bool(r.get("final"))
+    lines += ["| check | role | model | rejections | turns failed |", "|---|---|---|---|---|"]
+    for name, c in CHECKS.items():
+        mine = sorted((k for k in per if k[0] == name), key=lambda k: (-per[k], k))
+        if not mine:
+            lines.append(f"| {name} | {c.role} | – | {'skipped' if name in skip else 0} | 0 |")
+        for k in mine:
+            lines.append(f"| {name} | {k[1]} | {k[2]} | {per[k]} | {final[k]} |")
+    lines += ["", "Thresholds: " + ", ".join(f"`{k}` {v}" for k, v in thresholds.items()) + "."]
     return "\n".join(lines)
 
 

@@ -218,7 +218,7 @@ def quality_sections(store, cfg: MTRConfig) -> list[str]:
     gate = store.read_table("gate_rejections").to_pylist() if store.has_table("gate_rejections") else []
     turns = store.read_table("turns", columns=["status"]).column("status").to_pylist()
     sections = [gate_section(gate, cfg.synth.gate.mode, cfg.synth.gate.resolved(), sum(s == "ok" for s in turns),
-                             len({r["sample_id"] for r in gate if r["final"]}))]
+                             len({r["sample_id"] for r in gate if r["final"]}), cfg.synth.gate.skip)]
     sections.append(audit_section(None, "the audit is running" if cfg.self_audit.enabled
                                   else "turned off (`--no-audit` / `self_audit.enabled = false`)"))
     return sections

@@ -47,6 +47,7 @@ def test_synthesize_audits_the_new_benchmark_into_its_card(run_dir, tmp_path, sh
     card = _card(run_dir)
     gate = card.split("## Quality gate", 1)[1].split("\n## ", 1)[0]
     assert "Mode `default`" in gate and "`min_fit` 0.25" in gate
+    assert "| check | role | model | rejections | turns failed |" in gate and "| answer_grounded | answerer |" in gate
     audit = card.split("## Self-audit (MTR-Eval)", 1)[1].split("\n## ", 1)[0]
     for label in ("Query-evidence alignment", "Evidence completeness (distinguishability) [retrieved]",
                   "Answer-evidence faithfulness", "Answer quality"):
