@@ -60,6 +60,7 @@ class GateInput:
     known: Collection[str] = ()             # the corpus's passage ids
     language: str = "en"                    # the gold passage's language (the corpus's without gold)
     script: str | None = "LATIN"
+    also: tuple[tuple[str, str | None], ...] = ()   # other accepted (language, script): the corpus's
 
 
 @dataclass(frozen=True)
@@ -111,17 +112,22 @@ def question_form(x: GateInput, t: Thresholds) -> str | None:
 def question_language(x: GateInput, t: Thresholds) -> str | None:
     """The question's letters are mostly in the passage's script (``min_script_share``) and, from
     ``language_min_words`` words on, py3langid does not prefer another language by more than ``language_margin``
-    nats per word (a short English question is often 'most likely' something else, by a small margin)."""
+    nats per word (a short English question is often 'most likely' something else, by a small margin). The corpus's
+    language and script count as the passage's too (a passage py3langid misreads, a multilingual corpus)."""
+    langs = dict.fromkeys([x.language, *(lang for lang, _ in x.also)])
+    scripts = [s for s in dict.fromkeys([x.script, *(sc for _, sc in x.also)]) if s]
     for what, q in (("question", x.question), ("standalone question", x.standalone)):
-        if x.script and G.letters(q):
-            share = G.script_share(q, x.script)
+        if scripts and G.letters(q):
+            share = max(G.script_share(q, sc) for sc in scripts)
             if share < t["min_script_share"]:
                 return (f"the {what} is written in {G.script_of(q)} script ({1 - share:.0%} of its letters), the "
-                        f"passage in {x.script}")
+                        f"passage in {scripts[0]}")
         if len(G.tokens(q)) >= t["language_min_words"]:
-            top, gap = G.language_gap(q, x.language)
-            if top != x.language and gap > t["language_margin"]:
-                return f"the {what} is in another language ({top!r}, the passage {x.language!r}; margin {gap:.1f})"
+            gaps = [G.language_gap(q, lang) for lang in langs]
+            top, gap = min(gaps, key=lambda tg: tg[1])
+            if top not in langs and gap > t["language_margin"]:
+                return (f"the {what} is in another language ({top!r}, the passage {x.language!r}; margin "
+                        f"{gap:.1f})")
     return None
 
 
@@ -323,7 +329,8 @@ def gate_input(ctx: GraphContext, state: ConvState, question: str | None = None)
                      standalone=cand["standalone_question"], answer=state.get("answer") or "",
                      unanswerable=bool(cand["unanswerable"]), gold=gold,
                      passages=[ctx.corpus[g]["text"] for g in gold if g in ctx.corpus],
-                     history=history_text(ctx, state), known=ctx.corpus, language=lang, script=script)
+                     history=history_text(ctx, state), known=ctx.corpus, language=lang, script=script,
+                     also=(_corpus_language(ctx.corpus),))
 
 
 def _log(state: ConvState, fails: list[tuple[str, str]], role: str | None = None, final_text: str = "") -> list[dict]:
@@ -398,7 +405,7 @@ def recheck(turns: list[dict], corpus: dict[str, dict],
             base = GateInput(question=t["question_original"] or t["question"], standalone=t["standalone_question"],
                              answer=t["answer"] or "", unanswerable=t["answerability"] == "UNANSWERABLE", gold=gold,
                              passages=[corpus[g]["text"] for g in gold if g in corpus], history=history, known=corpus,
-                             language=language, script=script)
+                             language=language, script=script, also=(lang,))
             fails = evaluate(base, cfg)
             if t["question"] != base.question:      # the rewrite the user sees: the question-side checks
                 fails += evaluate(replace(base, question=t["question"]), cfg, only=lambda c: c.on_rewrite)

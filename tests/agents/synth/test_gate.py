@@ -91,6 +91,15 @@ def test_short_english_questions_are_not_taken_for_another_language():
         assert "question_language" not in _fails(_x(question=q), "strict"), q
 
 
+def test_the_corpus_language_counts_as_the_passage_language():
+    """A passage py3langid misreads (or a multilingual corpus): a question in the corpus's language passes; one in a
+    third language does not."""
+    from dataclasses import replace
+    x = replace(_x(question="When was the Berlin Wall built?"), language="de", also=(("en", "LATIN"),))
+    assert "question_language" not in _fails(x)
+    assert "question_language" in _fails(replace(x, question="¿Cuándo se construyó el Muro de Berlín?"))
+
+
 def test_consistency():
     # another intent
     assert "asks 'when'" in _fails(_x(question="When was it built?", standalone="Who built the Berlin Wall?",
