@@ -88,7 +88,7 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
                     s += w["leans_weight"]
             s -= rare_cost(asked.question, set() if seg and seg.turns else set(words(o.concept.text)))
             s -= 0.02 * o.sent_index
-            out.append([round(s, 6), i, o, asked])
+            out.append([round(s, 6), i, o, asked, 0.0])      # (the history need, searched for the head only)
     out.sort(key=lambda r: (-r[0], r[1], r[2].sent_index, r[3].question))
     return out
 
@@ -99,7 +99,8 @@ def _with_need(cands: list, x: dict, passages: list[dict]) -> list:
         return cands
     for r in cands[:NEED_HEAD]:
         if r[3].leans:
-            r[0] = round(r[0] + need(passages[r[1]]["doc_id"], r[3].question, r[3].standalone), 6)
+            r[4] = need(passages[r[1]]["doc_id"], r[3].question, r[3].standalone)
+            r[0] = round(r[0] + r[4], 6)
     return sorted(cands, key=lambda r: (-r[0], r[1], r[2].sent_index, r[3].question))
 
 
@@ -113,13 +114,15 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     cands = _with_need(_candidates(x, seg, w), x, passages)
     follow_up = seg is not None and seg.turns > 0
     if follow_up and x.get("extra_attempt"):
-        cands = [r for r in cands if r[3].leans]
+        # an extra attempt (the first ones had nothing to ask) takes only a follow-up the search needs the
+        # conversation to find
+        cands = [r for r in cands if r[3].leans and (x.get("need") is None or r[4] > 0)]
     if follow_up and not any(r[3].leans for r in cands[:NEED_HEAD]) and x.get("thread_looks", 0) < THREAD_LOOKS:
         raise NoThread(f"no follow-up in the shown passages leans on the conversation (look "
                        f"{x.get('thread_looks', 0) + 1} of {THREAD_LOOKS})")
     k = x.get("attempt", 0)
     earlier = [" ".join(words(q)) for q in x.get("previous_questions") or []]
-    for _, i, _, asked in cands[k:k + PRECHECK]:
+    for _, i, _, asked, _ in cands[k:k + PRECHECK]:
         if _verifiable(asked, passages[i], earlier):
             return i + 1, asked.question, asked.standalone, []
     raise NothingToAsk(f"no question left in the shown passages that its passage answers ({len(cands)} candidates, "

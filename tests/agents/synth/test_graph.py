@@ -49,7 +49,7 @@ def test_duplicate_passage_becomes_extra_positive(tmp_path):
     (t,) = state["turns"]
     assert t["status"] == "ok" and t["gold_doc_ids"] == ["berlin"]
     assert [e["doc_id"] for e in t["extra_positives"]] == ["berlin_dup"]
-    assert "the same answer" in t["extra_positives"][0]["reason"]
+    assert "fits the answer" in t["extra_positives"][0]["reason"]
     store = RunStore(str(tmp_path / "r"))
     assemble(store, [_plan(["berlin"])], {"c1": state}, SynthConfig())
     qrels = store.read_table("qrels").to_pylist()
@@ -199,7 +199,7 @@ def test_an_extra_attempt_takes_no_follow_up_asked_in_full():
                        "crossing point between East Berlin and West Berlin during the Cold War. The Allies built it in "
                        "1961."}],
          "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
-         "discourse": {"yesno": 1.0, "request": 0.0}}
+         }
     x["thread_looks"] = THREAD_LOOKS
     assert ask(x)[1] == ask(x)[2]                         # asked in full on a normal attempt
     with pytest.raises(NothingToAsk):
@@ -218,7 +218,7 @@ def test_a_follow_up_looks_at_other_passages_before_it_is_asked_in_full():
     other = {"doc_id": "p", "title": "Checkpoint Charlie", "text": "Checkpoint Charlie was the best-known crossing "
              "point between East Berlin and West Berlin during the Cold War. The Allies built it in 1961."}
     x = {"passages": [other], "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"],
-         "previous_questions": [], "discourse": {"yesno": 1.0, "request": 0.0}}
+         "previous_questions": []}
     assert THREAD_LOOKS >= 1
     for looks in range(THREAD_LOOKS):
         with pytest.raises(NoThread, match=f"look {looks + 1} of {THREAD_LOOKS}"):
@@ -228,8 +228,7 @@ def test_a_follow_up_looks_at_other_passages_before_it_is_asked_in_full():
     # a passage of the conversation's page: the follow-up leans on it at once
     wall = {"doc_id": "w", "title": "Berlin Wall", "text": "The Berlin Wall divided Berlin from 1961 to 1989. The "
             "Berlin Wall was demolished in 1990 by the East German government."}
-    lean = {**x, "passages": [wall], "discourse": {"pronoun": 1.0, "short": 0.0, "ellipsis": 0.0, "yesno": 0.0,
-                                                    "request": 0.0}}
+    lean = {**x, "passages": [wall], "offline": {"pronoun_share": 1.0, "short_share": 0.0, "ellipsis_share": 0.0}}
     _, asked, standalone, _ = ask(lean)
     assert asked != standalone
     # an opening question has no thread to look for
@@ -298,7 +297,7 @@ def test_an_extra_attempt_takes_only_a_follow_up_that_needs_the_conversation():
     x = {"passages": [{"doc_id": "w", "title": "Berlin Wall", "text": "The Berlin Wall divided Berlin from 1961 to "
                        "1989. The Berlin Wall was demolished in 1990 by the East German government."}],
          "segment": seg, "previous_standalone": ["When was the Berlin Wall built?"], "previous_questions": [],
-         "discourse": {"pronoun": 1.0, "short": 0.0, "ellipsis": 0.0, "yesno": 0.0, "request": 0.0}}
+         "offline": {"pronoun_share": 1.0, "short_share": 0.0, "ellipsis_share": 0.0}}
     _, asked, standalone, _ = ask({**x, "need": Need(1.0), "extra_attempt": True})
     assert asked != standalone                           # it leans, and the search needs the conversation to find it
     with pytest.raises(NothingToAsk):

@@ -2,6 +2,8 @@
 every question is a short question (follow-ups may lean on the history, their standalone form may not), every
 answered turn's answer is sentences of its gold passage that name what was asked, follow-ups refer back to the
 conversation, and the run keeps its turns."""
+import re
+
 from agents.config import LLMConfig
 from agents.synth import text as T
 from agents.synth.config import SynthConfig
@@ -41,6 +43,8 @@ def test_offline_turns_are_questions_answered_by_their_passage(spine_copy, examp
             continue
         gold = corpus[t["gold_doc_ids"][0]]["text"]
         body = t["answer"].removeprefix("Yes. ").removeprefix("No. ")
+        gold_words = set(re.findall(r"[a-z0-9]+", gold.lower()))
         for s in T.sentences(body):       # an independent oracle: the words of every answer sentence are the gold's
-            assert T.overlap(s, gold) >= 0.9, (t["standalone_question"], s)
+            ws = re.findall(r"[a-z0-9]+", s.lower())
+            assert sum(w in gold_words for w in ws) >= 0.95 * len(ws), (t["standalone_question"], s)
     assert dependent >= 0.3 * followups and pronouns >= 1     # follow-ups lean on the history
