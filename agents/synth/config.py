@@ -10,13 +10,13 @@ class OfflineConfig(BaseModel):
     """The offline backend's discourse shares and ranking weights (``[synth.offline]``). The measured reason for
     each default is tabled in ``docs/experiments/offline-realism.md``."""
     model_config = ConfigDict(extra="forbid")
-    pronoun_share: float = Field(0.45, ge=0, le=1, description="share of follow-ups on the conversation's concept "
+    pronoun_share: float = Field(0.35, ge=0, le=1, description="share of follow-ups on the conversation's concept "
                                  "asked with a pronoun (How much does it cost?)")
-    ellipsis_share: float = Field(0.2, ge=0, le=1, description="share asked elliptically, leaving the concept to "
+    ellipsis_share: float = Field(0.3, ge=0, le=1, description="share asked elliptically, leaving the concept to "
                                   "the conversation (What about the risks?)")
-    short_share: float = Field(0.2, ge=0, le=1, description="share asked by a shorter name (the fee for the annual "
+    short_share: float = Field(0.25, ge=0, le=1, description="share asked by a shorter name (the fee for the annual "
                                "fee)")
-    shift_share: float = Field(0.5, ge=0, le=1, description="share of follow-ups that keep the previous intent for a "
+    shift_share: float = Field(0.8, ge=0, le=1, description="share of follow-ups that keep the previous intent for a "
                                "new concept asked as a shift (What about the late fee?)")
     intent_weight: float = Field(1.0, ge=0, description="ranking points per unit of the intent's prior (lexicon)")
     salience_weight: float = Field(1.0, ge=0, description="ranking points for the concept's salience in its passage "
@@ -158,7 +158,10 @@ class SynthConfig(BaseModel):
     uniqueness_k: int = Field(10, ge=1, description="top-k of the whole corpus checked for other answering passages")
     uniqueness_retriever: Literal["bm25", "dense", "hybrid"] = "hybrid"
     uniqueness_policy: Literal["add_positives", "regenerate"] = "add_positives"
-    max_extra_positives: int = Field(2, ge=0, description="M: more passages answering than this => regenerate")
+    max_extra_positives: int = Field(8, ge=0, description=(
+        "M: more passages answering than this => regenerate. 8: versioned documentation repeats its passages (19% of "
+        "the MTRAG Cloud passages share a 400-character window with another, in groups of up to 9), and a passage "
+        "that repeats the gold one is a positive, not a sign of an ambiguous question"))
     uniqueness_partial_failure: Literal["flag", "retry", "fail"] = Field(
         "flag", description="some (not all) uniqueness judgements of a turn failed, so its qrels may miss positives: "
                             "flag = keep the turn, flagged (turns.flags, counts, a failures row per failed judgement); "

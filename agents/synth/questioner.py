@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 
 from agents.quoting import DATA_RULE
 from agents.synth.prompt_parts import fmt_history, fmt_passages
+from agents.synth import gate
 from agents.synth.offline.errors import NothingToAsk, NoThread
 from agents.synth.text import words
 from agents.synth.state import ConvState, GraphContext, ok_turns, passage, previous_questions, visible_history
@@ -99,8 +100,18 @@ def inputs(ctx: GraphContext, state: ConvState) -> dict:
             # since the last switch, every earlier standalone question, the follow-up form shares
             "segment": segment_turns(ctx, state), "previous_standalone": [t["standalone_question"] for t in ok_turns(state)],
             "offline": ctx.cfg.offline.model_dump(),
-            "rare": rare_words(ctx, shown),
+            "rare": rare_words(ctx, shown), "gate": gate_probe(ctx, state),
             "need": history_need(ctx)}
+
+
+def gate_probe(ctx: GraphContext, state: ConvState) -> Callable[[str, str, str, str], list[tuple[str, str]]]:
+    """``probe(question, standalone, answer, gold_id)``: the quality gate's failures for a candidate turn, so the
+    offline questioner asks only what the gate will pass (one gate, run before the question is asked and after the
+    verifier; :mod:`agents.synth.gate`)."""
+    def probe(question: str, standalone: str, answer: str, gold: str) -> list[tuple[str, str]]:
+        cand = {"question": question, "standalone_question": standalone, "gold": gold, "unanswerable": False}
+        return gate.evaluate(gate.gate_input(ctx, {**state, "cand": cand, "answer": answer}), ctx.cfg.gate)
+    return probe
 
 
 NEED_K = 10     # the corpus search's depth for the offline questioner's history need

@@ -114,8 +114,10 @@ def faithful(x: dict, offer: Offer | None) -> str | None:
     by penguins." is not."""
     body = re.sub(r"^(?:Yes|No)\. ", "", x["answer"])
     psents = passage_sentences(x["passage"]["text"]) or sentences(clean_passage(x["passage"]["text"]))
-    worst = min((max((jaccard_words(a, p) for p in psents), default=0.0) for a in sentences(body) or [body]),
-                default=0.0)
+    flat = " ".join(" ".join(psents).split())
+    # (an answer sentence is the passage's as written, whichever splitter cut it; else its words must be)
+    worst = min((1.0 if " ".join(a.split()) in flat else max((jaccard_words(a, p) for p in psents), default=0.0)
+                 for a in sentences(body) or [body]), default=0.0)
     return None if worst >= 0.8 else f"an answer sentence is not supported by the passage (support {worst:.2f})"
 
 

@@ -180,7 +180,7 @@ def mentions(text: str) -> Mentions:
 
 DEFAULT_IDF = 2.0       # a word the corpus idf table leaves out is common (idf below its floor)
 TITLE_BONUS = 1.0
-SHARED_BONUS = 0.5      # per other shown passage that mentions the concept (up to 3)
+SHARED_BONUS = 1.0      # per other shown passage that mentions the concept (up to 3)
 
 
 def weights(text: str, title: str, idf: dict[str, float], others: list[str] = ()) -> dict[str, float]:

@@ -78,10 +78,10 @@ def read(segment: list[dict]) -> Segment:
 
 @dataclass(frozen=True)
 class Shares:
-    pronoun: float = 0.45
-    ellipsis: float = 0.2
-    short: float = 0.2
-    shift: float = 0.5
+    pronoun: float = 0.35
+    ellipsis: float = 0.3
+    short: float = 0.25
+    shift: float = 0.8
 
 
 @dataclass(frozen=True)

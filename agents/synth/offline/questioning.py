@@ -123,22 +123,23 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
     k = x.get("attempt", 0)
     earlier = [" ".join(words(q)) for q in x.get("previous_questions") or []]
     for _, i, _, asked, _ in cands[k:k + PRECHECK]:
-        if _verifiable(asked, passages[i], earlier):
+        if _verifiable(asked, passages[i], earlier, x.get("gate")):
             return i + 1, asked.question, asked.standalone, []
     raise NothingToAsk(f"no question left in the shown passages that its passage answers ({len(cands)} candidates, "
                        f"attempt {k + 1})")
 
 
-def _verifiable(asked, passage: dict, earlier: list[str]) -> bool:
-    """The candidate passes the checks stage before it is asked: its answer is found, fits and names its concept,
-    and the question as asked is not an earlier question's text ("How much does it cost?" twice in a conversation
-    is a repeat even about two things). The verifier then judges the same answer with the same rules."""
+def _verifiable(asked, passage: dict, earlier: list[str], gate=None) -> bool:
+    """The candidate passes the checks stage and the quality gate (``gate``: the graph's probe, when given) before
+    it is asked: its answer is found, fits and names its concept, and the question as asked is not an earlier
+    question's text ("How much does it cost?" twice in a conversation is a repeat even about two things). The
+    verifier and the gate then judge the same answer with the same rules."""
     if " ".join(words(asked.question)) in earlier:
         return False
     a = answer(asked.question, asked.standalone, passage)
-    ok, _, _ = verify({"question": asked.question, "standalone_question": asked.standalone, "answer": a,
-                       "passage": passage})
-    return ok
+    answerable, faithful, _ = verify({"question": asked.question, "standalone_question": asked.standalone, "answer": a,
+                                      "passage": passage})
+    return answerable and faithful and not (gate and gate(asked.question, asked.standalone, a, passage["doc_id"]))
 
 
 def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
