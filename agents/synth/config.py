@@ -10,7 +10,7 @@ class OfflineConfig(BaseModel):
     """The offline backend's discourse shares and ranking weights (``[synth.offline]``). The measured reason for
     each default is tabled in ``docs/experiments/offline-realism.md``."""
     model_config = ConfigDict(extra="forbid")
-    pronoun_share: float = Field(0.35, ge=0, le=1, description="share of follow-ups on the conversation's concept "
+    pronoun_share: float = Field(0.3, ge=0, le=1, description="share of follow-ups on the conversation's concept "
                                  "asked with a pronoun (How much does it cost?)")
     ellipsis_share: float = Field(0.3, ge=0, le=1, description="share asked elliptically, leaving the concept to "
                                   "the conversation (What about the risks?)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
+from agents.synth.config import OfflineConfig
 from agents.synth.offline.concepts import Concept, same
 from agents.synth.offline.forms import parse, render, templates
 from agents.synth.offline.intents import Offer, passage_offers
@@ -76,12 +77,22 @@ def read(segment: list[dict]) -> Segment:
     return seg
 
 
+def _default(key: str) -> float:
+    return OfflineConfig.model_fields[key].default
+
+
 @dataclass(frozen=True)
 class Shares:
-    pronoun: float = 0.35
-    ellipsis: float = 0.3
-    short: float = 0.25
-    shift: float = 0.8
+    """The discourse shares (defaults: :class:`~agents.synth.config.OfflineConfig`'s, the one place to change them)."""
+    pronoun: float = _default("pronoun_share")
+    ellipsis: float = _default("ellipsis_share")
+    short: float = _default("short_share")
+    shift: float = _default("shift_share")
+
+    @classmethod
+    def of(cls, w: dict) -> "Shares":
+        """The shares of an ``OfflineConfig`` dump."""
+        return cls(w["pronoun_share"], w["ellipsis_share"], w["short_share"], w["shift_share"])
 
 
 @dataclass(frozen=True)
@@ -132,9 +143,9 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
         if u < shares.pronoun:
             order = ["pronoun", "ellipsis", "short"]
         elif u < shares.pronoun + shares.ellipsis:
-            order = ["ellipsis", "pronoun", "short"]
+            order = ["ellipsis", "short", "pronoun"]     # (a pronoun only when no other form leans)
         elif u < shares.pronoun + shares.ellipsis + shares.short:
-            order = ["short", "pronoun", "ellipsis"]
+            order = ["short", "ellipsis", "pronoun"]
         for form in order:
             q = None
             if form == "pronoun" and not c.person:

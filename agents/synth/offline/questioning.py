@@ -59,7 +59,7 @@ def _rare_cost(x: dict, w: dict):
 
 def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
     passages = x["passages"]
-    shares = Shares(w["pronoun_share"], w["ellipsis_share"], w["short_share"], w["shift_share"])
+    shares = Shares.of(w)
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
     used = set(x.get("used_gold") or [])
     rare_cost = _rare_cost(x, w)
@@ -154,7 +154,7 @@ def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
         raise NothingToAsk("no concept in the shown passages to ask an unanswerable question about")
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
     start = seed_int("unanswerable", concept.key, len(earlier), x.get("attempt", 0))
-    shares = Shares(w["pronoun_share"], w["ellipsis_share"], w["short_share"], w["shift_share"])
+    shares = Shares.of(w)
     for k in range(len(UNANSWERABLE_INTENTS)):
         intent = UNANSWERABLE_INTENTS[(start + k) % len(UNANSWERABLE_INTENTS)]
         if any(offers_about(intent, concept, p["text"]) for p in passages):
