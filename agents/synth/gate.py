@@ -42,6 +42,7 @@ from agents.synth import gate_text as G
 from agents.synth.config import GATE_CHECKS, GateConfig
 from agents.synth.state import ConvState, GraphContext, sample_id, visible_history
 from agents.synth.turn import once_per_corpus
+from storage.schemas import GATE_REJECTIONS
 
 Thresholds = dict
 
@@ -413,3 +414,13 @@ def recheck(turns: list[dict], corpus: dict[str, dict],
                 out[t["sample_id"]] = fails
             seen.append(t)
     return out
+
+
+def gate_rejection_rows(state: dict) -> list[dict]:
+    """The conversation's quality-gate rejections (``gate_log``, :mod:`agents.synth.gate`) as ``gate_rejections``
+    rows; ``final`` marks those of a failed turn's last attempt when the gate's rejection failed it."""
+    failed = {t["sample_id"]: t.get("verifier_attempts", 0) - 1 for t in state.get("turns", [])
+              if t["status"] == "failed" and (t.get("failure_reason") or "").split("last: ", 1)[-1].startswith("gate:")}
+    return [{**{k: r.get(k) for k in GATE_REJECTIONS.names},
+             "final": r["role"] != "humanizer" and failed.get(r["sample_id"]) == r.get("attempt")}
+            for r in state.get("gate_log", [])]

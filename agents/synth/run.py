@@ -39,6 +39,7 @@ from embedding.encoder import model_id
 from embedding.vectors import read_embeddings, vectors_of
 from retrieval.corpus_index import persisted_retriever
 from storage.records import content_hash
+from agents.synth.gate import gate_rejection_rows
 from storage.schemas import CONVERSATIONS, FAILURES, GATE_REJECTIONS, QRELS, TURNS, table_from_rows
 from storage.store import RunStore
 
@@ -249,26 +250,25 @@ def synthesis_key(corpus: dict[str, dict], llm_cfg, cfg: SynthConfig, corpus_sha
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def offline_code_hash() -> str:
-    """A hash of the offline backend's source (agents/synth/offline/ and the agent modules that hold
-    the offline implementations): a change of the offline rules starts fresh checkpoints."""
-    root = Path(__file__).parent
-    files = sorted(root.glob("offline/*.py")) + [root / f"{n}.py" for n in
-                                                  ("questioner", "answerer", "verifier", "uniqueness", "humanizer")]
+def _source_hash(files: list[Path]) -> str:
     h = hashlib.sha256()
     for f in files:
         h.update(f.name.encode() + b"\x00" + f.read_bytes())
     return h.hexdigest()[:16]
 
 
+def offline_code_hash() -> str:
+    """A hash of the offline backend's source (agents/synth/offline/: its rules and its lexicon, and the agent
+    modules that hold the offline implementations): a change of the offline rules starts fresh checkpoints."""
+    root = Path(__file__).parent
+    return _source_hash(sorted(root.glob("offline/*.py")) + sorted(root.glob("offline/*.toml"))
+                        + [root / f"{n}.py" for n in ("questioner", "answerer", "verifier", "uniqueness", "humanizer")])
+
+
 def gate_code_hash() -> str:
     """A hash of the quality gate's source (``gate.py``, ``gate_text.py``): a change of its checks starts fresh
     checkpoints (its thresholds are in the settings)."""
-    root = Path(__file__).parent
-    h = hashlib.sha256()
-    for f in (root / "gate.py", root / "gate_text.py"):
-        h.update(f.name.encode() + b"\x00" + f.read_bytes())
-    return h.hexdigest()[:16]
+    return _source_hash([Path(__file__).parent / f for f in ("gate.py", "gate_text.py")])
 
 
 def thread_id(plan: ConvPlan, key: str) -> str:
@@ -411,16 +411,6 @@ def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cf
             "gate_rejections": len(gate_rows), "turns_failed_by_gate": len({r["sample_id"] for r in gate_rows
                                                                             if r["final"]}),
             "backend": ",".join(sorted({r["backend"] for r in conv_rows if r["backend"]})) or "none"}
-
-
-def gate_rejection_rows(state: dict) -> list[dict]:
-    """The conversation's quality-gate rejections (``gate_log``, :mod:`agents.synth.gate`) as ``gate_rejections``
-    rows; ``final`` marks those of a failed turn's last attempt when the gate's rejection failed it."""
-    failed = {t["sample_id"]: t.get("verifier_attempts", 0) - 1 for t in state.get("turns", [])
-              if t["status"] == "failed" and (t.get("failure_reason") or "").split("last: ", 1)[-1].startswith("gate:")}
-    return [{**{k: r.get(k) for k in GATE_REJECTIONS.names},
-             "final": r["role"] != "humanizer" and failed.get(r["sample_id"]) == r.get("attempt")}
-            for r in state.get("gate_log", [])]
 
 
 def planned_workload(plans: list[ConvPlan], corpus: dict[str, dict], cfg: SynthConfig) -> list[tuple[Any, list]]:

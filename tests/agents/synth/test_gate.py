@@ -15,7 +15,8 @@ from agents.synth import gate as GT
 from agents.synth.answerer import UNANSWERABLE_ANSWER
 from agents.synth.config import GATE_CHECKS, GATE_PRESETS, GateConfig, SynthConfig
 from agents.synth.graph import GraphContext, build_graph
-from agents.synth.run import ConvPlan, assemble, gate_rejection_rows
+from agents.synth.gate import gate_rejection_rows
+from agents.synth.run import ConvPlan, assemble
 from agents.testing.fake_faults import FAULTS, JUNK_ANSWER, FaultyRoleServer
 from agents.testing.fake_roles import RoleScriptedServer, fake_llm_config
 from storage.store import RunStore
