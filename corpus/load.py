@@ -351,20 +351,20 @@ def _walk(root: Path) -> tuple[list[tuple[Path, str]], list[Rejected]]:
                     rejected.append(Rejected(src, "unreadable", f"could not stat the entry: {exc.strerror or exc}"))
                 continue
             key = (st.st_dev, st.st_ino)
-            if stat.S_ISDIR(st.st_mode):
-                if key in seen_dirs:
-                    rejected.append(Rejected(src, "link_loop", f"links to the directory {seen_dirs[key] or '.'}, "
-                                                               "already walked: not read twice"))
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                is_dir = stat.S_ISDIR(st.st_mode)
+                seen = seen_dirs if is_dir else seen_files
+                if key in seen:       # a second path to what was walked or read already: not twice
+                    rejected.append(Rejected(src, "link_loop", f"links to the directory {seen[key] or '.'}, already "
+                                                               "walked: not read twice") if is_dir else
+                                    Rejected(src, "duplicate_link", f"the same file as {seen[key]}, already read: "
+                                                                    "not read twice"))
                     continue
-                seen_dirs[key] = src
-                visit(Path(e.path), src)
-            elif stat.S_ISREG(st.st_mode):
-                if key in seen_files:
-                    rejected.append(Rejected(src, "duplicate_link", f"the same file as {seen_files[key]}, already "
-                                                                    "read: not read twice"))
-                    continue
-                seen_files[key] = src
-                files.append((Path(e.path), src))
+                seen[key] = src
+                if is_dir:
+                    visit(Path(e.path), src)
+                else:
+                    files.append((Path(e.path), src))
             else:
                 rejected.append(_rejected_entry(src, st))
 

@@ -41,21 +41,17 @@ GATE_CHECKS = ("question_form", "question_language", "consistency", "answer_pres
                "answer_grounded", "answer_fit", "no_giveaway", "qrels", "not_copy")
 """The quality gate's checks (:mod:`agents.synth.gate`), in the order they run."""
 
-# the thresholds of each gate mode; a value set in [synth.gate] overrides its mode's
-GATE_PRESETS: dict[str, dict[str, float | int | bool]] = {
-    "default": {"min_question_words": 2, "max_question_words": 40, "require_question_mark": False,
-                "language_min_words": 3, "language_margin": 3.0, "min_script_share": 0.5,
-                "max_added_words": 3, "min_kept_share": 0.5,
-                "whole_passage_min_sentences": 4, "max_passage_share": 0.8,
-                "min_support": 0.6, "min_fit": 0.25,
-                "max_giveaway_share": 0.85, "max_copy_overlap": 0.8},
-    "strict": {"min_question_words": 3, "max_question_words": 25, "require_question_mark": True,
-               "language_min_words": 2, "language_margin": 2.0, "min_script_share": 0.8,
-               "max_added_words": 2, "min_kept_share": 0.6,
-               "whole_passage_min_sentences": 3, "max_passage_share": 0.7,
-               "min_support": 0.75, "min_fit": 0.3,
-               "max_giveaway_share": 0.8, "max_copy_overlap": 0.6},
+# the thresholds of each gate mode, key: (default, strict); a value set in [synth.gate] overrides its mode's
+_GATE_THRESHOLDS: dict[str, tuple[float | int | bool, float | int | bool]] = {
+    "min_question_words": (2, 3), "max_question_words": (40, 25), "require_question_mark": (False, True),
+    "language_min_words": (3, 2), "language_margin": (3.0, 2.0), "min_script_share": (0.5, 0.8),
+    "max_added_words": (3, 2), "min_kept_share": (0.5, 0.6),
+    "whole_passage_min_sentences": (4, 3), "max_passage_share": (0.8, 0.7),
+    "min_support": (0.6, 0.75), "min_fit": (0.25, 0.3),
+    "max_giveaway_share": (0.85, 0.8), "max_copy_overlap": (0.8, 0.6),
 }
+GATE_PRESETS: dict[str, dict[str, float | int | bool]] = {
+    mode: {k: v[i] for k, v in _GATE_THRESHOLDS.items()} for i, mode in enumerate(("default", "strict"))}
 
 
 class GateConfig(BaseModel):
