@@ -28,6 +28,7 @@ if str(ROOT) not in sys.path:
 def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
     """Spine (skipped when the run already has clusters) and offline synthesis of ``out``."""
     from agents.config import LLMConfig
+    from agents.synth.replace import complete_conversations, replacement_cap
     from agents.synth.run import assemble, corpus_searcher, load_plan_inputs, plan_conversations, synthesize_batch
     from clustering import stages as cst
     from embedding import stage as est
@@ -46,10 +47,17 @@ def synthesize(corpus: str, out: str, config: str, overrides: dict) -> dict:
         print(f"spine: {time.perf_counter() - t0:.0f} s", flush=True)
     clusters, cvecs, chunks = load_plan_inputs(store)
     plans = plan_conversations(clusters, cvecs, cfg.synth)
+    cap = replacement_cap(len(plans), cfg.synth.max_replaced_share) if cfg.synth.min_turns_kept > 0 else 0
+    spares = plan_conversations(clusters, cvecs, cfg.synth, spares=cap) if cap else []
     search = corpus_searcher(store, chunks, cfg.synth.uniqueness_retriever, str(default_cache_dir(store, cfg)))
     t1 = time.perf_counter()
-    res = synthesize_batch(store, plans, chunks, LLMConfig(backend="offline"), cfg.synth, search)
-    summary = assemble(store, plans, res["states"], cfg.synth)
+
+    def run(ps):
+        res = synthesize_batch(store, ps, chunks, LLMConfig(backend="offline"), cfg.synth, search)
+        return res["states"], res["stopped"]
+
+    done = complete_conversations(plans, spares, run, cfg.synth.min_turns_kept, cap)
+    summary = assemble(store, done["plans"], done["states"], cfg.synth, completion=done)
     print(f"synthesis: {time.perf_counter() - t1:.0f} s", flush=True)
     return summary
 

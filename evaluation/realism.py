@@ -149,8 +149,8 @@ def turn_health(turns: Sequence[dict]) -> dict:
     """The share of a run's turns that failed and the smallest share of its turns a kept conversation keeps
     (``turns``: rows of the run's ``turns`` table, any status)."""
     by: dict[str, list[bool]] = {}
-    for r in turns:
-        by.setdefault(r["conv_id"], []).append(r["status"] == "ok")
+    for r in turns:      # a duplicate turn (agents.synth.dedup) stays in its conversation: kept, not failed
+        by.setdefault(r["conv_id"], []).append(r["status"] != "failed")
     kept = [sum(v) / len(v) for v in by.values() if any(v)]
     failed = sum(not ok for v in by.values() for ok in v)
     return {"turns": len(turns), "failed": failed, "failed_share": failed / max(1, len(turns)),

@@ -76,14 +76,17 @@ def _searcher(store: RunStore, corpus: dict, cfg: MTRConfig, corpus_sha: str):
 def prepare_task(run_dir: str, config: dict) -> dict:
     """Once per run: the conversation plans, the synthesis key and the uniqueness index (built
     and persisted under ``<run>/cache/uniqueness`` the first time, opened memory-mapped after)."""
+    from agents.synth.replace import replacement_cap
     from agents.synth.run import corpus_hash, load_plan_inputs, plan_conversations, synthesis_key   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     clusters, cvecs, corpus = load_plan_inputs(store)
     plans = plan_conversations(clusters, cvecs, cfg.synth)
+    n_spares = replacement_cap(len(plans), cfg.synth.max_replaced_share) if cfg.synth.min_turns_kept > 0 else 0
+    spares = plan_conversations(clusters, cvecs, cfg.synth, spares=n_spares) if n_spares else []
     sha = corpus_hash(corpus)
     _searcher(store, corpus, cfg, sha)
-    return {"plans": [asdict(p) for p in plans], "corpus_sha": sha,
+    return {"plans": [asdict(p) for p in plans], "spares": [asdict(p) for p in spares], "corpus_sha": sha,
             "key": synthesis_key(corpus, llm_config_for(cfg), cfg.synth, corpus_sha=sha)}
 
 
@@ -241,13 +244,32 @@ def self_audit_task(run_dir: str, config: dict, card: str | None, stopped: str |
     return result
 
 
+def complete_rounds(run_dir: str, config: dict, prep: dict, run_round) -> dict:
+    """The planned conversations, then rounds of spares for the short ones (:mod:`agents.synth.replace`).
+    ``run_round(plans)`` runs one round's plans (dicts) as batches and returns the budget stop reason or None."""
+    from agents.synth.replace import complete_conversations, replacement_cap   # costly: langgraph
+    from agents.synth.run import ConvPlan, read_states
+    cfg = MTRConfig.model_validate(config)
+    store = RunStore(run_dir)
+
+    def run(plans: list) -> tuple[dict, str | None]:
+        stopped = run_round([asdict(p) for p in plans])
+        return read_states(store, plans, prep["key"]), stopped   # the batches' checkpoints only
+
+    plans = [ConvPlan.from_dict(p) for p in prep["plans"]]
+    done = complete_conversations(plans, [ConvPlan.from_dict(p) for p in prep.get("spares") or []], run,
+                                  cfg.synth.min_turns_kept, replacement_cap(len(plans), cfg.synth.max_replaced_share))
+    return {**done, "plans": [asdict(p) for p in done["plans"]], "states": None}
+
+
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
-def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str) -> dict:
+def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str, completion: dict | None = None) -> dict:
     from agents.synth.run import ConvPlan, assemble, read_states   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     chosen = [ConvPlan.from_dict(p) for p in plans]
-    summary = assemble(store, chosen, read_states(store, chosen, key), cfg.synth)   # the batches' checkpoints only
+    summary = assemble(store, chosen, read_states(store, chosen, key), cfg.synth,   # the batches' checkpoints only
+                       completion=completion)
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
                            hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts,
                            human_cost_source=cfg.synth.human_cost_source,
@@ -260,16 +282,13 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
     logger = get_run_logger()
     cfg = MTRConfig.model_validate(config)
     prep = prepare_task(run_dir=run_dir, config=config)      # plans, key and uniqueness index: once per run
-    plans = prep["plans"]
-    ids = [p["conv_id"] for p in plans]
     bs = cfg.synth.batch_size
-    batches = [plans[i:i + bs] for i in range(0, len(plans), bs)]
     progress_id = None
     try:
         progress_id = create_progress_artifact(progress=0.0, description="conversations done / total")
     except Exception:  # noqa: BLE001 - artifacts are best effort
         pass
-    done, finished, totals = 0, 0, {}
+    done, finished, n_batches, total, totals = 0, 0, 0, 0, {}
 
     def on_done(r: dict) -> None:
         nonlocal done, finished
@@ -280,25 +299,40 @@ def synthesize_flow(run_dir: str, config: dict, run_name: str = "") -> dict:
         toks = sum(v.get("prompt_tokens", 0) + v.get("completion_tokens", 0) for v in totals.values())
         cost = sum(v.get("cost_usd", 0.0) for v in totals.values())
         logger.info("batch %d/%d: %d/%d conversations done; LLM calls %d, tokens %d, cost $%.4f",
-                    finished, len(batches), done, len(ids), calls, toks, cost)
+                    finished, n_batches, done, total, calls, toks, cost)
         if progress_id:
             try:
-                update_progress_artifact(progress_id, progress=100.0 * done / max(1, len(ids)))
+                update_progress_artifact(progress_id, progress=100.0 * done / max(1, total))
             except Exception:  # noqa: BLE001
                 pass
         # a new version of the same key per batch: the UI shows the latest figures
         publish_markdown(f"synth-progress-{slug(run_name, 50)}",
                          f"| conversations done | LLM calls | tokens | cost (USD) |\n|---|---|---|---|\n"
-                         f"| {done} / {len(ids)} | {calls} | {toks} | {cost:.4f} |", "synthesis progress")
+                         f"| {done} / {total} | {calls} | {toks} | {cost:.4f} |", "synthesis progress")
         if r["stopped"]:
             logger.warning("stopping: %s", r["stopped"])
 
-    stopped = run_batches(run_dir, config, batches, prep, len(ids), on_done)
-    res = assemble_task(run_dir=run_dir, config=config, plans=plans, key=prep["key"])
+    def run_round(round_plans: list[dict]) -> str | None:
+        """One round: the planned conversations, or the spares that replace the short ones."""
+        nonlocal n_batches, total
+        batches = [round_plans[i:i + bs] for i in range(0, len(round_plans), bs)]
+        n_batches += len(batches)
+        total += len(round_plans)
+        return run_batches(run_dir, config, batches, prep, total, on_done)
+
+    done_rounds = complete_rounds(run_dir, config, prep, run_round)
+    stopped = done_rounds["stopped"]
+    for r in done_rounds["replaced"]:
+        logger.info("conversation %s kept %.0f%% of its turns: replaced by %s", r["conv_id"], 100 * r["kept_share"],
+                    r["replaced_by"])
+    completion = {"replaced": done_rounds["replaced"], "short_kept": done_rounds["short_kept"]}
+    res = assemble_task(run_dir=run_dir, config=config, plans=done_rounds["plans"], key=prep["key"],
+                        completion=completion)
     if cfg.self_audit.enabled:     # MTR-Eval on the new benchmark; its section replaces the card's placeholder
         card = str(Path(res["export"]["export_dir"]) / "README.md") if res["export"].get("export_dir") else None
         res["audit"] = self_audit_task(run_dir=run_dir, config=config, card=card, stopped=stopped)
-    RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped}})
+    RunStore(run_dir).write_manifest(stages={"synthesize": {"summary": res["summary"], "stopped": stopped,
+                                                            **completion}})
     publish_markdown(f"synth-{slug(run_name, 50)}", lambda: _markdown(run_dir, res, stopped),
                      "MTR-Suite synthesis summary")
     return {**res, "stopped": stopped}

@@ -127,7 +127,7 @@ TURNS = pa.schema([
     ("sample_id", pa.string()),             # conv_id:turn
     ("conv_id", pa.string()),
     ("turn", pa.int32()),                   # 1-based
-    ("status", pa.string()),                # ok | failed
+    ("status", pa.string()),                # ok | failed | duplicate (an earlier item's question and gold: history only)
     ("question", pa.string()),              # what the user says (humanized when humanized)
     ("question_original", pa.string()),     # the questioner's question before humanizing
     ("standalone_question", pa.string()),   # self-contained form (used for uniqueness / rewrite mode)

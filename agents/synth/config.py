@@ -147,6 +147,12 @@ class SynthConfig(BaseModel):
     unanswerable_ratio: float = Field(0.06, ge=0, le=1, description=(
         "share of turns asked to be unanswerable (people's conversational benchmarks hold about 6%)"))
     max_attempts: int = Field(3, ge=1, description="questioner attempts per turn before the turn is recorded as failed")
+    min_turns_kept: float = Field(0.75, ge=0, le=1, description=(
+        "a finished conversation that keeps fewer than this share of its turns is replaced by a spare one (a "
+        "cluster that was not picked), round after round; 0 = never replace (agents.synth.replace)"))
+    max_replaced_share: float = Field(0.25, ge=0, le=1, description=(
+        "most conversations replaced, as a share of the planned ones (bounds the extra LLM calls when an "
+        "endpoint fails every turn); a short conversation left when none may be replaced is kept and counted"))
     empty_attempts_extra: int = Field(3, ge=0, description=(
         "attempts beyond max_attempts for a turn whose shown passages had nothing to ask (no candidate written, so "
         "nothing was rejected); each shows other passages of the pool"))

@@ -32,6 +32,7 @@ from agents.session import LLMSession
 from agents.synth import answerer, humanizer, questioner, uniqueness, verifier
 from agents.synth.checkpoint import GroupCommitSqliteSaver
 from agents.synth.config import SynthConfig
+from agents.synth.dedup import duplicate_turns
 from agents.synth.graph import GRAPH_VERSION, GraphContext, build_graph
 from agents.synth.turn import once_per_corpus, page_index, word_idf
 from common.aio import run as aio_run
@@ -78,8 +79,11 @@ def _u(*parts: Any) -> float:
     return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()[:12], 16) / float(1 << 48)
 
 
-def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig) -> list[ConvPlan]:
-    """One conversation per selected cluster; seeded switches to a far cluster of another topic."""
+def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig,
+                       spares: int = 0) -> list[ConvPlan]:
+    """One conversation per selected cluster; seeded switches to a far cluster of another topic.
+    ``spares`` > 0: instead, the plans of up to that many clusters that were not selected, in the seeded pick
+    order (the replacements of :mod:`agents.synth.replace`)."""
     by_cluster: dict[int, list[tuple[int, str]]] = {}
     topic: dict[int, int] = {}
     for r in clusters:
@@ -90,33 +94,36 @@ def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray]
         raise ValueError("the run has no clusters; run `mtr cluster` first")
     pools = {c: tuple(cid for _, cid in sorted(m)) for c, m in by_cluster.items()}
     order = sorted(ids, key=lambda c: _u(cfg.seed, "pick", c))
-    chosen = order[: cfg.conversations or len(ids)]
-    plans = []
-    for c in sorted(chosen):
-        conv_id = f"c{c:05d}"
-        T = cfg.turns
-        switch_turn = sw_c = sw_t = None
-        sw_pool: tuple[str, ...] = ()
-        if T >= 3 and _u(cfg.seed, conv_id, "switch") < cfg.switch_ratio:
-            others = [o for o in ids if o != c and (topic[o] != topic[c] or topic[c] == -1)]
-            others = [o for o in others if topic[o] != topic[c]] or [o for o in ids if o != c]
-            if others:
-                v = cluster_vecs.get(c)
-                if v is not None:
-                    sims = sorted(others, key=lambda o: float(cluster_vecs[o] @ v))
-                    far = sims[: max(1, len(sims) // 3)]       # the farthest third
-                else:
-                    far = others
-                sw_c = far[int(_u(cfg.seed, conv_id, "switch-cluster") * len(far))]
-                sw_t = topic[sw_c]
-                sw_pool = pools[sw_c]
-                switch_turn = 2 + int(_u(cfg.seed, conv_id, "switch-turn") * (T - 2))   # in [2, T-1]
-        unans = tuple(t for t in range(2, T + 1) if cfg.unanswerable_ratio > 0
-                      and _u(cfg.seed, conv_id, "unans", t) < cfg.unanswerable_ratio)
-        plans.append(ConvPlan(conv_id=conv_id, seed=cfg.seed, n_turns=T, cluster_id=c, topic_id=topic[c],
-                              pool=pools[c], switch_turn=switch_turn, switch_cluster_id=sw_c, switch_topic_id=sw_t,
-                              switch_pool=sw_pool, unanswerable_turns=unans))
-    return plans
+    n = cfg.conversations or len(ids)
+    chosen = sorted(order[:n]) if not spares else order[n:n + spares]
+    return [_plan(c, ids, topic, pools, cluster_vecs, cfg) for c in chosen]
+
+
+def _plan(c: int, ids: list[int], topic: dict[int, int], pools: dict[int, tuple[str, ...]],
+          cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig) -> ConvPlan:
+    conv_id = f"c{c:05d}"
+    T = cfg.turns
+    switch_turn = sw_c = sw_t = None
+    sw_pool: tuple[str, ...] = ()
+    if T >= 3 and _u(cfg.seed, conv_id, "switch") < cfg.switch_ratio:
+        others = [o for o in ids if o != c and (topic[o] != topic[c] or topic[c] == -1)]
+        others = [o for o in others if topic[o] != topic[c]] or [o for o in ids if o != c]
+        if others:
+            v = cluster_vecs.get(c)
+            if v is not None:
+                sims = sorted(others, key=lambda o: float(cluster_vecs[o] @ v))
+                far = sims[: max(1, len(sims) // 3)]       # the farthest third
+            else:
+                far = others
+            sw_c = far[int(_u(cfg.seed, conv_id, "switch-cluster") * len(far))]
+            sw_t = topic[sw_c]
+            sw_pool = pools[sw_c]
+            switch_turn = 2 + int(_u(cfg.seed, conv_id, "switch-turn") * (T - 2))   # in [2, T-1]
+    unans = tuple(t for t in range(2, T + 1) if cfg.unanswerable_ratio > 0
+                  and _u(cfg.seed, conv_id, "unans", t) < cfg.unanswerable_ratio)
+    return ConvPlan(conv_id=conv_id, seed=cfg.seed, n_turns=T, cluster_id=c, topic_id=topic[c],
+                    pool=pools[c], switch_turn=switch_turn, switch_cluster_id=sw_c, switch_topic_id=sw_t,
+                    switch_pool=sw_pool, unanswerable_turns=unans)
 
 
 def load_plan_inputs(store: RunStore) -> tuple[list[dict], dict[int, np.ndarray], dict[str, dict]]:
@@ -208,7 +215,7 @@ def corpus_searcher(store: RunStore, corpus: dict[str, dict], kind: str, cache_d
 # settings that do not shape a conversation: scheduling, the split, the dataset card, and the
 # number of conversations (each conversation's own plan is part of its key)
 _NOT_SHAPING = frozenset({"conversations", "concurrency", "batch_size", "test_share", "minutes_per_turn_human",
-                          "human_hourly_usd", "human_cost_source"})
+                          "human_hourly_usd", "human_cost_source", "min_turns_kept", "max_replaced_share"})
 
 
 @once_per_corpus
@@ -369,14 +376,20 @@ def split_of(seed: int, conv_id: str, test_share: float) -> str:
     return "test" if _u(seed, "split", conv_id) < test_share else "train"
 
 
-def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cfg: SynthConfig) -> dict[str, Any]:
-    """Write conversations, turns, qrels and failures from the conversations' states (joined on ids)."""
+def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cfg: SynthConfig,
+             completion: dict | None = None) -> dict[str, Any]:
+    """Write conversations, turns, qrels and failures from the conversations' states (joined on ids).
+    A turn that repeats an earlier item of the run gets the status ``duplicate`` (:mod:`agents.synth.dedup`).
+    ``completion``: the replaced and still-short conversations of :func:`agents.synth.replace.complete_conversations`
+    (counted in the summary)."""
     conv_rows, turn_rows, qrel_rows, fail_rows, gate_rows = [], [], [], [], []
+    dups = duplicate_turns(states[p.conv_id].get("turns", []) for p in plans if states.get(p.conv_id))
     for p in plans:
         st = states.get(p.conv_id)
         if not st:
             continue
-        turns = st.get("turns", [])
+        turns = [dict(t, status="duplicate", failure_reason=f"the same question with the same gold as "
+                      f"{dups[t['sample_id']]}") if t.get("sample_id") in dups else t for t in st.get("turns", [])]
         backend = next((t["backend"] for t in turns if t.get("backend")), None)
         conv_rows.append({"conv_id": p.conv_id, "cluster_id": p.cluster_id, "topic_id": p.topic_id,
                           "switch_turn": p.switch_turn, "switch_cluster_id": p.switch_cluster_id,
@@ -403,13 +416,16 @@ def assemble(store: RunStore, plans: list[ConvPlan], states: dict[str, dict], cf
     store.write_table("failures", table_from_rows(fail_rows, FAILURES))
     store.write_table("gate_rejections", table_from_rows(gate_rows, GATE_REJECTIONS))
     ok = [t for t in turn_rows if t["status"] == "ok"]
-    return {"conversations": len(conv_rows), "turns_ok": len(ok), "turns_failed": len(turn_rows) - len(ok),
+    return {"conversations": len(conv_rows), "turns_ok": len(ok),
+            "turns_failed": sum(t["status"] == "failed" for t in turn_rows),
             "qrels": len(qrel_rows), "extra_positives": sum(r["provenance"] == "uniqueness" for r in qrel_rows),
             "switches": sum(r["switch_turn"] is not None for r in conv_rows),
             "unanswerable": sum(t["answerability"] == "UNANSWERABLE" for t in ok),
             "turns_flagged": sum(bool(t.get("flags")) for t in ok),
             "gate_rejections": len(gate_rows), "turns_failed_by_gate": len({r["sample_id"] for r in gate_rows
                                                                             if r["final"]}),
+            "duplicates": len(dups), "conversations_replaced": len((completion or {}).get("replaced") or []),
+            "conversations_short": len((completion or {}).get("short_kept") or []),
             "backend": ",".join(sorted({r["backend"] for r in conv_rows if r["backend"]})) or "none"}
 
 

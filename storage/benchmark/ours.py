@@ -40,12 +40,16 @@ def load_ours(run_dir: str | Path, with_corpus: bool = True) -> Benchmark:
         for r in store.read_table("clusters", columns=["cluster_id", "position", "chunk_id"]).to_pylist():
             members.setdefault(int(r["cluster_id"]), []).append((int(r["position"]), r["chunk_id"]))
         pools = {c: tuple(cid for _, cid in sorted(m)) for c, m in members.items()}
-    rows = [r for r in store.read_table("turns").to_pylist() if r["status"] == "ok"]
+    # a duplicate turn (an earlier item asked again) is history for the turns after it, not an item
+    rows = [r for r in store.read_table("turns").to_pylist() if r["status"] in ("ok", "duplicate")]
     rows.sort(key=lambda r: (r["conv_id"], r["turn"]))
     turns: list[BenchTurn] = []
     hist: dict[str, list[tuple[str, str]]] = {}
     for r in rows:
         h = hist.setdefault(r["conv_id"], [])
+        if r["status"] == "duplicate":
+            h.extend([("user", r["question"]), ("assistant", r["answer"] or "")])
+            continue
         turns.append(BenchTurn(sample_id=r["sample_id"], conv_id=r["conv_id"], turn=int(r["turn"]),
                                question=r["question"], history=tuple(h), reference_answer=r["answer"] or "",
                                gold=qrels.get(r["sample_id"], {}), answerability=r["answerability"],

@@ -79,7 +79,8 @@ def test_llm_path_and_budget_stop(spine_copy, role_server):
     out = synthesize_batch(store, plans, corpus, fake_llm_config(role_server), cfg, lambda q, k: [])
     assemble(store, plans, out["states"], cfg)
     turns = store.read_table("turns").to_pylist()
-    assert len(turns) == 9 and all(t["status"] == "ok" and t["backend"] == "openai" for t in turns)
+    # the fake server may ask one thing twice: the repeat is a duplicate (history only, agents.synth.dedup)
+    assert len(turns) == 9 and all(t["status"] in ("ok", "duplicate") and t["backend"] == "openai" for t in turns)
     assert all(t["prompt_tokens"] > 0 and json.loads(t["model"])["questioner"] == "fake-model" for t in turns)
     n_first = role_server.count
     # a second run of the same work: every call is a cache hit, nothing reaches the server
@@ -135,9 +136,10 @@ def test_killed_run_resumes_without_repeating_calls(spine_copy):
         assert not set(new) & set(answered), "a call answered before the kill was repeated"
         turns = store.read_table("turns").to_pylist()
         assert len(turns) == 12 and Counter(t["sample_id"] for t in turns).most_common(1)[0][1] == 1
-        assert all(t["status"] == "ok" for t in turns)
+        assert all(t["status"] in ("ok", "duplicate") for t in turns)      # a repeated question: history only
         qrels = store.read_table("qrels").to_pylist()
-        assert len({(q["sample_id"], q["doc_id"]) for q in qrels}) == len(qrels) == 12
+        assert len({(q["sample_id"], q["doc_id"]) for q in qrels}) == len(qrels) == sum(t["status"] == "ok"
+                                                                                       for t in turns) > 0
         calls = read_calls(store).to_pylist()
         assert len({c["call_id"] for c in calls}) == len(calls)
     finally:
