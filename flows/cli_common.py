@@ -20,8 +20,13 @@ MAX_FAILURE_RATE_OPT = typer.Option(None, "--max-failure-rate", min=0.0, max=1.0
                                          "(0..1); a run whose every call failed always fails.")
 
 
-def resolve_run(run: str, runs_root: str = "mtr-runs") -> Path:
-    """A run given as a path, or as a run id under ``runs_root``."""
+def resolve_run(run: str, runs_root: str = "mtr-runs") -> Path | str:
+    """A run given as a path, or as a run id under ``runs_root``; an object-store run
+    (``s3://bucket/prefix/run``, or a run id under an ``s3://`` runs root) is returned as its URI."""
+    if "://" in run:
+        return run
+    if "://" in str(runs_root):
+        return f"{str(runs_root).rstrip('/')}/{run}"
     p = Path(run)
     if p.is_dir():
         return p.resolve()

