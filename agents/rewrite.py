@@ -12,7 +12,7 @@ from typing import Sequence
 from pydantic import BaseModel, Field
 
 from agents.config import Sampling
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block, quote_turns
 from agents.session import run_batch
 from agents.steps import LLMStep
 from agents.synth.text import content_words
@@ -29,18 +29,19 @@ class QueryRewriter(LLMStep):
 
     name = "query_rewriter"
     kind = "generation"
-    prompt_version = "query-rewriter-v2"
+    prompt_version = "query-rewriter-v3"
     output_model = RewriteOut
     sampling = Sampling(temperature=0.0, max_tokens=128)
     expected_output_tokens = 40
 
     def build_messages(self, x: dict) -> list[dict]:
         turns = x["turns"]
-        hist = "\n".join(f"{'User' if t['role'] == 'user' else 'Assistant'}: {t['text'][:600]}" for t in turns[:-1])
+        hist = quote_turns((t["role"], t["text"][:600]) for t in turns[:-1])
         return [{"role": "system", "content": "You rewrite conversational search queries. Reply with JSON only. "
                                                      + DATA_RULE},
                 {"role": "user", "content": (
-                    f"Conversation:\n{hist or '(none)'}\n\nLast user question: {turns[-1]['text']}\n\n"
+                    f"Conversation:\n{hist or '(none)'}\n\n"
+                    f"Last user question: {quote_block('question', turns[-1]['text'], inline=True)}\n\n"
                     "Rewrite the last question so it can be understood without the conversation: resolve pronouns "
                     "and ellipsis with the entities they refer to, keep its meaning, do not answer it. "
                     'Reply as JSON: {"text": "..."}.')}]

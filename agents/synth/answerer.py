@@ -3,7 +3,8 @@
 
 Inputs: ``history`` [(role, text)], ``question``, ``passage`` {doc_id, title, text},
 ``also`` (a comparison's further gold passages; absent otherwise), ``min_chars`` (verbosity
-floor, 0 = none). Output: :class:`AnswerOut`.
+floor, 0 = none). Output: :class:`AnswerOut`. The history is shown as quoted ``<turn>`` blocks in the
+user message (:func:`agents.quoting.quote_turns`), not as chat turns the model would take for its own.
 
 Graph-side rule: an unanswerable turn is not sent to the model; it gets the fixed
 :data:`UNANSWERABLE_ANSWER`.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE, quote_passage, quote_passages
+from agents.quoting import DATA_RULE, quote_block, quote_passage, quote_passages, quote_turns
 from agents.synth.state import ConvState, GraphContext, passage, visible_history
 from agents.synth.step import SynthStep
 
@@ -23,28 +24,26 @@ class AnswerOut(BaseModel):
     answer: str = Field(..., min_length=1)
 
 
-class Answerer(SynthStep, name="answerer", kind="generation", prompt_version="answerer-v3", output_model=AnswerOut,
+class Answerer(SynthStep, name="answerer", kind="generation", prompt_version="answerer-v4", output_model=AnswerOut,
                expected_output_tokens=400):
     """Answers the candidate question (see module docstring)."""
 
     def build_messages(self, x: dict) -> list[dict]:
-        msgs = [{"role": "system", "content": "You are a helpful, thorough assistant. Reply with JSON only: "
-                                              '{"answer": "..."}. ' + DATA_RULE}]
-        for role, text in x.get("history") or []:
-            msgs.append({"role": role, "content": text})
+        system = {"role": "system", "content": "You are a helpful, thorough assistant. Reply with JSON only: "
+                                               '{"answer": "..."}. ' + DATA_RULE}
+        convo = f"Conversation so far:\n{quote_turns(x['history'])}\n\n" if x.get("history") else ""
+        question = f"Question: {quote_block('question', x['question'], inline=True)}"
         floor = f" The answer should be at least {x['min_chars']} characters." if x.get("min_chars") else ""
         if x.get("also"):       # a comparison: every passage it needs
-            msgs.append({"role": "user", "content": (
-                f"Documents:\n{quote_passages([x['passage'], *x['also']], titles=False)}\n\n"
-                f"Question: {x['question']}\n\nUsing the documents (and the earlier conversation if relevant), "
+            return [system, {"role": "user", "content": (
+                f"{convo}Documents:\n{quote_passages([x['passage'], *x['also']], titles=False)}\n\n"
+                f"{question}\n\nUsing the documents (and the earlier conversation if relevant), "
                 "reason step by step and give a detailed and complete answer that covers each thing the question "
-                "compares. Do not mention the documents or any source." + floor)})
-            return msgs
-        msgs.append({"role": "user", "content": (
-            f"Document:\n{quote_passage(x['passage']['text'])}\n\nQuestion: {x['question']}\n\n"
+                "compares. Do not mention the documents or any source." + floor)}]
+        return [system, {"role": "user", "content": (
+            f"{convo}Document:\n{quote_passage(x['passage']['text'])}\n\n{question}\n\n"
             "Using the document (and the earlier conversation if relevant), reason step by step and give a "
-            "detailed and complete answer. Do not mention the document or any source." + floor)})
-        return msgs
+            "detailed and complete answer. Do not mention the document or any source." + floor)}]
 
     def offline(self, x: dict) -> AnswerOut:
         """Extractive: the sentence that offers what the (standalone) question asks, with its supporting context

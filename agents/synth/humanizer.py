@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.synth.prompt_parts import fmt_history
 from agents.synth.state import ConvState, GraphContext, ok_turns, visible_history
 from agents.synth.step import SynthStep
@@ -26,7 +26,7 @@ class HumanizeOut(BaseModel):
     text: str = Field(..., min_length=1)
 
 
-class Humanizer(SynthStep, name="humanizer", kind="generation", prompt_version="humanizer-v2",
+class Humanizer(SynthStep, name="humanizer", kind="generation", prompt_version="humanizer-v3",
                 output_model=HumanizeOut, expected_output_tokens=40):
     """Rewrites the question casually (see module docstring)."""
 
@@ -35,7 +35,8 @@ class Humanizer(SynthStep, name="humanizer", kind="generation", prompt_version="
         return [{"role": "system", "content": "You rewrite questions the way real users type them. Reply with JSON only. "
                                           + DATA_RULE},
                 {"role": "user", "content": (
-                    f"Conversation so far:\n{ctx}\n\nLast user question: {x['question']}\n\n"
+                    f"Conversation so far:\n{ctx}\n\n"
+                    f"Last user question: {quote_block('question', x['question'], inline=True)}\n\n"
                     "Rewrite the last question as a real person would type it: short and lazy, maybe "
                     "ungrammatical; use pronouns instead of names already mentioned and omit obvious context; "
                     "only one question; sloppy capitalisation and missing apostrophes are fine; a compound "

@@ -6,7 +6,7 @@ import hashlib
 import re
 from typing import Any
 
-from agents.quoting import quote_passages
+from agents.quoting import quote_passages, quote_turns
 
 _CITE = re.compile(r"\[\d+\]")
 
@@ -18,13 +18,9 @@ def fmt_passages(passages: list[dict]) -> str:
 
 
 def fmt_history(history: list[list[str]] | list[tuple[str, str]], cut: int | None = None) -> str:
-    """``User: ...`` / ``Assistant: ...`` lines; assistant turns longer than ``cut`` are shortened."""
-    lines = []
-    for role, text in history:
-        if cut and role == "assistant" and len(text) > cut:
-            text = text[:cut] + "..."
-        lines.append(f"{'User' if role == 'user' else 'Assistant'}: {text}")
-    return "\n".join(lines)
+    """``<turn role="user">...</turn>`` lines, text escaped; assistant turns longer than ``cut`` are shortened
+    (:func:`agents.quoting.quote_turns`)."""
+    return quote_turns(history, cut)
 
 
 def seed_int(*parts: Any) -> int:

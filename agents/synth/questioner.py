@@ -22,7 +22,7 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth import gate
 from agents.synth.offline.errors import NothingToAsk, NoThread
@@ -39,7 +39,7 @@ class QuestionOut(BaseModel):
         "a comparison question that needs two passages: the 1-based number of the other one"))
 
 
-class Questioner(SynthStep, name="questioner", kind="generation", prompt_version="questioner-v3",
+class Questioner(SynthStep, name="questioner", kind="generation", prompt_version="questioner-v4",
                  output_model=QuestionOut, expected_output_tokens=80):
     """Writes the next user question (see module docstring)."""
 
@@ -61,13 +61,14 @@ class Questioner(SynthStep, name="questioner", kind="generation", prompt_version
         if x.get("previous_questions"):
             rules.append("Explore a different topic, aspect or fact from EVERY earlier question; prefer a passage "
                          "not used before. Do not repeat or paraphrase these earlier questions:\n"
-                         + "\n".join(f"- {q}" for q in x["previous_questions"]))
+                         + "\n".join(quote_block("question", q, inline=True) for q in x["previous_questions"]))
         if x.get("standalone"):
             rules.append("The question must be fully self-contained: no pronouns or ellipsis pointing at earlier turns.")
         elif x.get("history"):
             rules.append("The question may use pronouns or ellipsis that refer to the conversation so far.")
         if x.get("feedback"):
-            rules.append(f"Your previous attempt was rejected: {x['feedback']}. Write a better one.")
+            rules.append(f"Your previous attempt was rejected: {quote_block('feedback', x['feedback'], inline=True)} "
+                         "Write a better one.")
         user = ""
         if x.get("history") and not x.get("standalone"):
             user += "Conversation so far:\n" + fmt_history(x["history"]) + "\n\n"

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE, quote_passage
+from agents.quoting import DATA_RULE, quote_block, quote_passage
 from agents.synth.config import SynthConfig
 from agents.synth.state import ConvState, GraphContext, item_id, passage, usage_add
 from agents.synth.step import SynthStep
@@ -32,14 +32,15 @@ class AlsoAnswersOut(BaseModel):
     answers: bool = Field(..., description="this passage alone also answers the question")
 
 
-class UniquenessJudge(SynthStep, name="uniqueness", kind="judge", prompt_version="uniqueness-v2",
+class UniquenessJudge(SynthStep, name="uniqueness", kind="judge", prompt_version="uniqueness-v3",
                       output_model=AlsoAnswersOut, expected_output_tokens=80):
     """Judges one retrieved passage (see module docstring)."""
 
     def build_messages(self, x: dict) -> list[dict]:
         return [{"role": "system", "content": "You are a strict relevance assessor. Reply with JSON only. " + DATA_RULE},
                 {"role": "user", "content": (
-                    f"Question: {x['question']}\n\nReference answer: {x['answer']}\n\n"
+                    f"Question: {quote_block('question', x['question'], inline=True)}\n\n"
+                    f"Reference answer: {quote_block('answer', x['answer'], inline=True)}\n\n"
                     f"Passage:\n{quote_passage(x['candidate']['text'])}\n\n"
                     "Does this passage ALONE contain the information needed to answer the question (the core "
                     'of the reference answer)? Reply as JSON: {"reason": "...", "answers": true|false}.')}]

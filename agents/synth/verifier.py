@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE, quote_passage, quote_passages
+from agents.quoting import DATA_RULE, quote_block, quote_passage, quote_passages
 from agents.synth.state import ConvState, GraphContext, passage, previous_questions
 from agents.synth.step import SynthStep
 from agents.synth.text import jaccard_words
@@ -25,20 +25,21 @@ class VerdictOut(BaseModel):
     novel: bool = Field(..., description="the question differs from all earlier questions")
 
 
-class Verifier(SynthStep, name="verifier", kind="judge", prompt_version="verifier-v3", output_model=VerdictOut,
+class Verifier(SynthStep, name="verifier", kind="judge", prompt_version="verifier-v4", output_model=VerdictOut,
                expected_output_tokens=120):
     """Reviews the candidate question and answer (see module docstring)."""
 
     def build_messages(self, x: dict) -> list[dict]:
-        prev = "\n".join(f"- {q}" for q in x.get("previous_questions") or []) or "(none)"
+        prev = "\n".join(quote_block("question", q, inline=True)
+                         for q in x.get("previous_questions") or []) or "(none)"
         if x.get("also"):       # a comparison: judged against every passage it needs
             shown = ("Passages (together):\n" + quote_passages([x["passage"], *x["also"]], titles=False))
         else:
             shown = f"Passage:\n{quote_passage(x['passage']['text'])}"
         return [{"role": "system", "content": "You are a strict data-quality reviewer. Reply with JSON only. " + DATA_RULE},
                 {"role": "user", "content": (
-                    f"{shown}\n\nQuestion: {x['standalone_question']}\n\n"
-                    f"Answer: {x['answer']}\n\nEarlier questions:\n{prev}\n\n"
+                    f"{shown}\n\nQuestion: {quote_block('question', x['standalone_question'], inline=True)}\n\n"
+                    f"Answer: {quote_block('answer', x['answer'], inline=True)}\n\nEarlier questions:\n{prev}\n\n"
                     "Decide: (1) answerable: can the question be answered from the passage alone? "
                     "(2) faithful: is every claim in the answer supported by the passage? "
                     "(3) novel: does the question ask something different from every earlier question? "

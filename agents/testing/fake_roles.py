@@ -4,7 +4,9 @@ Built on :class:`agents.testing.fake_server.FakeLLMServer` (real sockets). It pi
 by the name of the response schema the request asks for (``response_format`` json_schema
 ``name``, or the title of the schema a text-mode client puts in the prompt: the step's
 output model, e.g. ``QuestionOut``); a request without a schema falls back to the system
-prompt's wording. It answers from the prompt's own content, deterministically, so the whole
+prompt's wording. It answers from the prompt's own content (its quoted blocks, read back with
+:func:`quoted` / :func:`shown_passages`), deterministically (the questioner never repeats one of
+the earlier questions the prompt lists), so the whole
 LLM path of the synthesis graph (structured outputs, cache, accounting, budgets, resume) can
 be tested and benchmarked without an endpoint. Scripted replies (``server.on(...)`` /
 ``server.script(...)``) still take precedence.
@@ -53,6 +55,13 @@ def shown_passages(prompt: str) -> list[tuple[int, str]]:
             for i, (pid, text) in enumerate(_BLOCK.findall(prompt), start=1)]
 
 
+def quoted(prompt: str, kind: str, after: str = "") -> list[str]:
+    """The texts of the quoted ``<kind ..>`` blocks of a prompt (:func:`agents.quoting.quote_block`), unescaped;
+    with ``after``, only the blocks right after that label (e.g. ``"Last user question: "``)."""
+    pattern = re.escape(after) + rf"<{kind}(?: [^>]*)?>\n?(.*?)\n?</{kind}>"
+    return [unescape_data(t) for t in re.findall(pattern, prompt, re.S)]
+
+
 def role_of(body: dict[str, Any], prompt_text: str) -> str | None:
     """The synthesis role a request is for (see module docstring), or None."""
     name = schema_name(body, prompt_text)
@@ -75,14 +84,17 @@ class RoleScriptedServer(FakeLLMServer):
         h = int(hashlib.sha256(prompt_text.encode()).hexdigest()[:8], 16)
         role = role_of(body, prompt_text)
         if role == Questioner.name:
-            passages = shown_passages(user)       # always one of the shown passages' numbers
-            pick = passages[h % len(passages)] if passages else (1, "this")
-            words = " ".join(w.strip(".,;:()\"'") for w in pick[1].split()[:6])
-            if "NONE of the passages" in user:
-                q = f"What will become of {words} in the year 2090?"
-                return json.dumps({"doc_index": 0, "question": q, "standalone_question": q})
-            q = f"What is said about {words}?"
-            return json.dumps({"doc_index": pick[0], "question": q, "standalone_question": q})
+            passages = shown_passages(user) or [(1, "this")]     # always one of the shown passages' numbers
+            none = "NONE of the passages" in user
+            earlier = set(quoted(user, "question"))             # the earlier questions, never asked again
+
+            def ask(text: str) -> str:
+                words = " ".join(w.strip(".,;:()\"'") for w in text.split()[:6])
+                return f"What will become of {words} in the year 2090?" if none else f"What is said about {words}?"
+            start = h % len(passages)
+            order = passages[start:] + passages[:start]
+            num, q = next(((n, ask(t)) for n, t in order if ask(t) not in earlier), (order[0][0], ask(order[0][1])))
+            return json.dumps({"doc_index": 0 if none else num, "question": q, "standalone_question": q})
         if role == Answerer.name:
             shown = shown_passages(user)
             doc = shown[0][1] if shown else user
@@ -94,7 +106,7 @@ class RoleScriptedServer(FakeLLMServer):
         if role == UniquenessJudge.name:
             return json.dumps({"reason": "scripted", "answers": self.uniqueness_answers})
         if role == Humanizer.name:
-            last = user.split("Last user question: ", 1)[-1].split("\n", 1)[0]
+            last = (quoted(user, "question", "Last user question: ") or [""])[-1]
             return json.dumps({"text": last.lower().replace("what is said about", "whats up with")})
         return super()._auto_content(body, prompt_text)
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from agents.config import Sampling
 from agents.parsing import TextOutput
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.steps import LLMStep
 from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
@@ -35,13 +35,14 @@ CORRECT_RECALL = 0.5
 
 
 def answer_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
+    question = quote_block("question", x["question"], inline=True)
     if x.get("passages"):
         user = (f"Conversation so far:\n{format_conversation(x)}\n\nRetrieved passages:\n{format_passages(x)}\n\n"
                 f"Answer the last question using only the passages; if they do not contain the answer, say so.\n"
-                f"Last question: {x['question']}")
+                f"Last question: {question}")
     else:
         user = (f"Conversation so far:\n{format_conversation(x)}\n\nAnswer the last question; if you do not know, "
-                f"say so.\nLast question: {x['question']}")
+                f"say so.\nLast question: {question}")
     return [{"role": "system", "content": "You are a concise, accurate assistant. " + DATA_RULE},
             {"role": "user", "content": user}]
 
@@ -63,8 +64,10 @@ class Correctness(BaseModel):
 
 
 def correctness_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
-    user = (f"Question: {x['question']}\n\nReference answer: {x['reference_answer']}\n\n"
-            f"Candidate answer: {x['answer']}\n\nDoes the candidate answer give the core of the reference "
+    user = (f"Question: {quote_block('question', x['question'], inline=True)}\n\n"
+            f"Reference answer: {quote_block('answer', x['reference_answer'], inline=True)}\n\n"
+            f"Candidate answer: {quote_block('answer', x['answer'], inline=True)}\n\n"
+            "Does the candidate answer give the core of the reference "
             "answer (a refusal is not correct)? Reply with only a JSON object: "
             "{\"correct\": true | false, \"reason\": \"one sentence\"}.")
     return [{"role": "system", "content": "You grade answers against a reference answer. " + DATA_RULE},
@@ -80,7 +83,7 @@ def heuristic_correct(x: Mapping[str, Any]) -> Correctness:
 class AnswerQuestion(LLMStep):
     name = "abstention_answer"
     kind = "judge"
-    prompt_version = "abstention-answer-v2"
+    prompt_version = "abstention-answer-v3"
     output_model = TextOutput
     sampling = Sampling(max_tokens=300)
     expected_output_tokens = 120
@@ -95,7 +98,7 @@ class AnswerQuestion(LLMStep):
 class JudgeAnswer(LLMStep):
     name = "abstention_answer_judge"
     kind = "judge"
-    prompt_version = "abstention-correct-v2"
+    prompt_version = "abstention-correct-v3"
     output_model = Correctness
     expected_output_tokens = 40
 

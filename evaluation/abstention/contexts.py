@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from agents.quoting import quote_passages
+from agents.quoting import quote_passages, quote_turns
 from common.types import Run
 from retrieval.base import trec_ranking
 from storage.benchmark import Benchmark, BenchTurn
@@ -103,8 +103,8 @@ def step_input(benchmark: Benchmark, turn: BenchTurn, doc_ids: Sequence[str], ma
 
 
 def format_conversation(x: Mapping) -> str:
-    lines = [f"{r}: {t}" for r, t in x.get("history", [])]
-    return "\n".join(lines) if lines else "(no earlier turns)"
+    """The earlier turns as ``<turn role=..>`` blocks, text escaped (agents.quoting)."""
+    return quote_turns(x.get("history", [])) or "(no earlier turns)"
 
 
 def format_passages(x: Mapping) -> str:

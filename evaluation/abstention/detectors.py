@@ -25,13 +25,13 @@ from typing import Any, Mapping, Sequence
 from agents.config import Sampling
 from agents.parsing import TextOutput
 from agents.results import StepResult, TokenLogprob
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.steps import LLMStep
 from evaluation.abstention.contexts import Context, format_conversation, format_passages
 from evaluation.abstention.text import content_tokens, coverage
 
 ANSWERABLE, UNANSWERABLE = "ANSWERABLE", "UNANSWERABLE"
-PROBE_PROMPT_VERSION = "abstention-probe-v2"
+PROBE_PROMPT_VERSION = "abstention-probe-v3"
 TOP1 = "top1"
 _STRIP = " \t\n\r*#_`'\"“”‘’>:-.()[]"
 
@@ -42,7 +42,8 @@ _SYSTEM = ("You answer the user's last question using only the retrieved passage
 
 def probe_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
     user = (f"Conversation so far:\n{format_conversation(x)}\n\nRetrieved passages:\n{format_passages(x)}\n\n"
-            f"Last question: {x['question']}\n\nFirst line: ANSWERABLE or UNANSWERABLE.")
+            f"Last question: {quote_block('question', x['question'], inline=True)}\n\n"
+            "First line: ANSWERABLE or UNANSWERABLE.")
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
 
 

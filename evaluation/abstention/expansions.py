@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from pydantic import BaseModel, Field
 
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.steps import LLMStep
 from evaluation.abstention.contexts import format_conversation
 
@@ -25,7 +25,7 @@ class ExpandQuery(LLMStep):
 
     name = "abstention_expand"
     kind = "generation"
-    prompt_version = "abstention-expand-v2"
+    prompt_version = "abstention-expand-v3"
     output_model = Expansions
     expected_output_tokens = 250
 
@@ -34,7 +34,8 @@ class ExpandQuery(LLMStep):
 
     def build_messages(self, x: Mapping[str, Any]):
         n = int(x.get("n", 3))
-        user = (f"Conversation so far:\n{format_conversation(x)}\n\nLast question: {x['question']}\n\n"
+        user = (f"Conversation so far:\n{format_conversation(x)}\n\n"
+                f"Last question: {quote_block('question', x['question'], inline=True)}\n\n"
                 f"Write {n} search queries for a keyword search engine that would find passages answering the "
                 f"last question. The first is a short hypothetical passage (2-3 sentences) that answers it; the "
                 f"others are standalone rewrites of the question in different words. Reply with only a JSON "

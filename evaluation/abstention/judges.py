@@ -27,7 +27,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from pydantic import BaseModel, Field, field_validator
 
-from agents.quoting import DATA_RULE
+from agents.quoting import DATA_RULE, quote_block
 from agents.steps import LLMStep
 from common.text import sentences
 from evaluation.abstention.contexts import format_conversation, format_passages
@@ -40,7 +40,7 @@ SENTENCE_SUPPORT = 0.6
 CORE_PARTIAL = 0.5
 BIGRAM_YES, BIGRAM_PARTIAL, UNIGRAM_PARTIAL = 0.3, 0.1, 0.6
 
-JUDGE_PROMPT_VERSION = "abstention-judge-v2"
+JUDGE_PROMPT_VERSION = "abstention-judge-v3"
 
 _SYSTEM = ("You are a careful judge for a retrieval-augmented assistant. You read a conversation, its last "
            "question, the reference answer and retrieved passages, and decide whether the passages support "
@@ -70,8 +70,8 @@ class ContextJudgment(BaseModel):
 
 def judge_messages(x: Mapping[str, Any]) -> list[dict[str, str]]:
     user = (f"Conversation so far:\n{format_conversation(x)}\n\n"
-            f"Last question: {x['question']}\n\n"
-            f"Reference answer: {x['reference_answer']}\n\n"
+            f"Last question: {quote_block('question', x['question'], inline=True)}\n\n"
+            f"Reference answer: {quote_block('answer', x['reference_answer'], inline=True)}\n\n"
             f"Retrieved passages:\n{format_passages(x)}\n\n"
             "Do these passages support the core of the reference answer?\n"
             "- yes: they contain the information needed for the core of the answer;\n"

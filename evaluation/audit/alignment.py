@@ -19,7 +19,7 @@ class AlignmentJudge(RatingJudge):
     """Query-evidence alignment judge (see module docstring)."""
 
     metric = "alignment"
-    prompt_version = "mtr-eval-alignment-v2"
+    prompt_version = "mtr-eval-alignment-v3"
     task = """A passage was annotated as evidence for the user's current question in a multi-turn conversation. Decide whether the current question can be answered from this passage alone.
 Use the conversation only to understand what the current question refers to; the answer itself must come from the passage."""
     scale = """Rating scale:
@@ -32,7 +32,7 @@ Use the conversation only to understand what the current question refers to; the
 <passage title="Singapore">
 Singapore is an island country in Southeast Asia. Its territory comprises one main island, 63 satellite islands and one outlying islet.
 </passage>
-Current user question: When did Singapore become independent?
+Current user question: <question>When did Singapore become independent?</question>
 {"rationale": "The passage only describes Singapore's location and territory; it says nothing about independence, so the question cannot be answered from it.", "rating": 1}"""
 
     def item(self, x: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from agents.config import Sampling
 from agents.parsing import OutputInvalid, parse_output
-from agents.quoting import DATA_RULE, quote_passage
+from agents.quoting import DATA_RULE, quote_block, quote_passage
 from agents.steps import LLMStep
 from evaluation.audit.text import clean_passage, render_history, truncate
 
@@ -208,7 +208,8 @@ class JudgeStep(LLMStep):
     # -- shared prompt pieces -------------------------------------------------------------
     def conversation(self, x: dict[str, Any]) -> str:
         hist = render_history(x.get("history") or (), self.max_history_turns, self.max_history_chars)
-        return f"Conversation so far:\n{hist}\n\nCurrent user question: {' '.join(x['question'].split())}"
+        question = quote_block("question", " ".join(x["question"].split()), inline=True)
+        return f"Conversation so far:\n{hist}\n\nCurrent user question: {question}"
 
     def passage(self, p: dict[str, Any], pid: int | None = None) -> str:
         """One passage as a quoted ``<passage>`` block (:func:`agents.quoting.quote_passage`)."""
@@ -223,7 +224,7 @@ class JudgeStep(LLMStep):
     def answered_turn(self, x: dict[str, Any]) -> str:
         """The gold passage(s), the conversation and the benchmark's reference response."""
         return (f"{self.passages(x['passages'])}\n\n{self.conversation(x)}\n\n"
-                f"Response: {' '.join(x['answer'].split())}")
+                f"Response: {quote_block('answer', ' '.join(x['answer'].split()), inline=True)}")
 
     # -- the prompt -----------------------------------------------------------------------
     def instruction(self, x: dict[str, Any]) -> str:

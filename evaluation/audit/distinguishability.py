@@ -22,10 +22,10 @@ class DistinguishabilityJudge(JudgeStep):
     """Distinguishability judge (see module docstring)."""
 
     metric = "distinguishability"
-    prompt_version = "mtr-eval-distinguishability-v2"
+    prompt_version = "mtr-eval-distinguishability-v3"
     output_model = Choice
     example = """Example:
-Current user question: How tall is the Eiffel Tower?
+Current user question: <question>How tall is the Eiffel Tower?</question>
 <passage id="1" title="Statue of Liberty">
 The Statue of Liberty is a colossal neoclassical sculpture on Liberty Island in New York Harbor.
 </passage>

@@ -16,7 +16,7 @@ class FaithfulnessJudge(RatingJudge):
     """Answer-evidence faithfulness judge (see module docstring)."""
 
     metric = "faithfulness"
-    prompt_version = "mtr-eval-faithfulness-v2"
+    prompt_version = "mtr-eval-faithfulness-v3"
     task = """Below are the evidence passage(s) of a turn in a multi-turn conversation and the benchmark's reference response to the user's current question. Decide whether every claim in the response is supported by the passage(s). The question is context only; judge the response against the passage(s), not against your own knowledge."""
     scale = """Rating scale:
 5 - Fully faithful: every claim in the response is supported by the passage(s).
@@ -28,6 +28,6 @@ class FaithfulnessJudge(RatingJudge):
 <passage title="Singapore">
 Modern Singapore was founded in 1819 by Sir Stamford Raffles as a trading post of the British Empire.
 </passage>
-Current user question: Who founded Singapore?
-Response: Singapore was founded in 1819 by Sir Stamford Raffles, who became its first president and built the Marina Bay Sands.
+Current user question: <question>Who founded Singapore?</question>
+Response: <answer>Singapore was founded in 1819 by Sir Stamford Raffles, who became its first president and built the Marina Bay Sands.</answer>
 {"rationale": "The founding year and founder are supported, but Raffles being its first president and building Marina Bay Sands are invented and false.", "rating": 2}"""

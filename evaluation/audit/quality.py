@@ -17,7 +17,7 @@ class QualityJudge(RatingJudge):
     """Answer quality judge (see module docstring)."""
 
     metric = "quality"
-    prompt_version = "mtr-eval-quality-v2"
+    prompt_version = "mtr-eval-quality-v3"
     task = """Rate the quality of the benchmark's reference response to the user's current question in a multi-turn conversation: its accuracy, completeness and relevance to what was asked. The passage(s) are context that may help you check accuracy."""
     scale = """Rating scale:
 5 - Excellent: accurate, complete and directly relevant to the question.
@@ -29,6 +29,6 @@ class QualityJudge(RatingJudge):
 <passage title="Singapore">
 Singapore gained independence from Malaysia on 9 August 1965. Its first prime minister was Lee Kuan Yew.
 </passage>
-Current user question: When did Singapore become independent and who led it?
-Response: Singapore became independent in 1965, led by Tunku Abdul Rahman.
+Current user question: <question>When did Singapore become independent and who led it?</question>
+Response: <answer>Singapore became independent in 1965, led by Tunku Abdul Rahman.</answer>
 {"rationale": "The year is correct, but the leader is wrong (Lee Kuan Yew, not Tunku Abdul Rahman), so the response only half answers the question.", "rating": 3}"""

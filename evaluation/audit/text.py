@@ -2,8 +2,8 @@
 
 * :func:`clean_passage` removes citation markers (``[3]``, ``[1, 2]``) as the reference did
   before showing a passage to a judge, and collapses runs of blank lines.
-* :func:`render_history` renders the earlier turns, oldest first, left-truncated (the
-  *oldest* turns go first) so the current question is never cut.
+* :func:`render_history` renders the earlier turns as quoted ``<turn>`` blocks, oldest first,
+  left-truncated (the *oldest* turns go first) so the current question is never cut.
 * :class:`TermStats` holds document frequencies of a corpus; :meth:`TermStats.idf` is the
   Lucene BM25 idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``, so rare words weigh more in the
   heuristic judges' coverage scores.
@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
+from agents.quoting import quote_turns
 from common.text import JUDGE_STOPWORDS, content_tokens
 
 _CITATION = re.compile(r"\s*\[\d+(?:\s*,\s*\d+)*\]")
@@ -40,23 +41,27 @@ def truncate(text: str, max_chars: int | None) -> str:
 
 def render_history(history: Sequence[Sequence[str]], max_turns: int | None = 12,
                    max_chars: int | None = 6000) -> str:
-    """``User: ...`` / ``Assistant: ...`` lines of the earlier messages (most recent kept).
+    """``<turn role="user|assistant">...</turn>`` lines of the earlier messages (most recent kept), each
+    quoted by :func:`agents.quoting.quote_turns` (text escaped, white space collapsed).
 
     Args:
         history: ``[(role, text), ...]`` oldest first.
         max_turns: keep at most this many most recent messages (None: all).
         max_chars: then drop whole oldest messages until the text fits (None: no limit); the
-            most recent message is cut from the left when it alone is too long.
+            most recent message's text is cut from the left when it alone is too long.
     """
     msgs = list(history)[-max_turns:] if max_turns else list(history)
-    lines = [f"{'Assistant' if r == 'assistant' else 'User'}: {' '.join(str(t).split())}" for r, t in msgs]
+    turns = [("assistant" if r == "assistant" else "user", " ".join(str(t).split())) for r, t in msgs]
+    lines = [quote_turns([t]) for t in turns]
     dropped = len(history) - len(msgs)
     if max_chars is not None:
         while len(lines) > 1 and sum(len(x) + 1 for x in lines) > max_chars:
             lines.pop(0)
+            turns.pop(0)
             dropped += 1
         if lines and len(lines[0]) > max_chars:
-            lines[0] = "[...] " + lines[0][-max_chars:]
+            role, text = turns[0]
+            lines[0] = quote_turns([(role, "[...] " + text[-max_chars:])])
     if not lines:
         return "(no earlier turns)"
     head = [f"[{dropped} earlier message(s) omitted]"] if dropped else []

@@ -86,36 +86,36 @@ def _eval_steps() -> dict[str, tuple]:
 
 # step -> (prompt_version, sha256 of its rendered templates)
 PINNED = {
-    'questioner': ('questioner-v3',
-                  '529a668b33aa021dbe308a785c98eab54c4f719759cc54fe7b8667715dd690e6'),
-    'answerer': ('answerer-v3',
-                '3faaa97ee95c5a20831e71eaac6f8e0a9ff44eabafb49c113e55fec7665bb15f'),
-    'verifier': ('verifier-v3',
-                '27d4a2bdfb15128a93f40d26bbf881d47f30368b41b422ab11e2a6146e242738'),
-    'uniqueness': ('uniqueness-v2',
-                  '2eb3b43b9f13d8b61cae7af9c93dcdba8629cc3846270e47f9f0613adaade357'),
-    'humanizer': ('humanizer-v2',
-                 'b55347434f74fafa934762455a042855b42d558f88928486cd656aa7dd26bdd0'),
-    'query_rewriter': ('query-rewriter-v2',
-                      '447ef42fe9241c9bc82f847e13581d6736e404d33e8191c467a9fcf2b6231c83'),
-    'audit_alignment': ('mtr-eval-alignment-v2',
-                       'e1198862348fbd79738fd4a90de1e68e651e0fca3822c16055f1006697c457b9'),
-    'audit_distinguishability': ('mtr-eval-distinguishability-v2',
-                                '69370035d7a3fac32c99f365c0f2859b64f1352317f038440629f5c15fae6a0f'),
-    'audit_faithfulness': ('mtr-eval-faithfulness-v2',
-                          '4e652d4fb87a3af282993bd724c2ad0db22695df3abfc05cf3177b4e2e4fb3bc'),
-    'audit_quality': ('mtr-eval-quality-v2',
-                     '8244b817b568ca2083032123631850aafed3824272d93b83dbf6e16d5d12830d'),
-    'abstention_probe': ('abstention-probe-v2',
-                        '9d3aad0f8e8ebd786d28454ed3f33919343e35fb47f41fb83db8c7a8a28bc396'),
-    'abstention_expand': ('abstention-expand-v2',
-                         'f929adf2a44b4215281ada46ac4f8bf22d19ecc93adb2900e9465adac132ee90'),
-    'abstention_judge': ('abstention-judge-v2',
-                        '3126d6ed40035e0089884126facda2f2a2e04c4cd4b22b6a7eda2641f6fc8895'),
-    'abstention_answer': ('abstention-answer-v2',
-                         '1da74c5912aa8711ae42fba7a03b16968e621235dc212b17e50251d54995fa35'),
-    'abstention_correct': ('abstention-correct-v2',
-                          '9acaccea0b8f2a878afe5f6aa8e1b6b6164a606998bd932d62f2dcb7ec5cb4e4'),
+    'questioner': ('questioner-v4',
+                  'cf8cadd7d2db0018dc93410dc0d9c7c51ad0ee7afacc48f8eca39759868e78ed'),
+    'answerer': ('answerer-v4',
+                'a85ff0c3e2322c024b2d06ba463a92f2aec49e911e549d3b78a9bf22e29b5c1c'),
+    'verifier': ('verifier-v4',
+                '9a93164a210fd76223d1c2c1c33c8d55dfeeeaefa957facaf28b5bd1e5227120'),
+    'uniqueness': ('uniqueness-v3',
+                  '04c952c31e6a43221280920eccefd43658e9c42be268be73e9d3d4c323623ad8'),
+    'humanizer': ('humanizer-v3',
+                 'dad8443101cc2b5cd6d405512c560d234bd85f32fa87edc50541b4c98b25a2d5'),
+    'query_rewriter': ('query-rewriter-v3',
+                      'e3ce30de38cf68c99dbd263abccc7df81a864bbc08c8c1dd0fb654d518d025f2'),
+    'audit_alignment': ('mtr-eval-alignment-v3',
+                       'dc6a410713690be326590e6e441ee8019826621c00f3148f8500622dd2488711'),
+    'audit_distinguishability': ('mtr-eval-distinguishability-v3',
+                                '9e4f6af1a5cc2b4e8edc4d9a5382b2bd8b2f67cf6ac5c4b4472e55f8c391c959'),
+    'audit_faithfulness': ('mtr-eval-faithfulness-v3',
+                          '3e41702ddb44425457536bca5673bace8f4a42d61974fbfd387be88ae8f8e79c'),
+    'audit_quality': ('mtr-eval-quality-v3',
+                     '1c01cdf93a56dd9311f608d2ca880f7c61438a6fc757812765818d30b241bf77'),
+    'abstention_probe': ('abstention-probe-v3',
+                        'af37e69d90d9468015d4b54b5f71d24dd03ae8bf14d56cb168ce88f44893a40f'),
+    'abstention_expand': ('abstention-expand-v3',
+                         '77d3f979fc460795bba890a86c15e15899bd0d047353763d83749115cfe1676b'),
+    'abstention_judge': ('abstention-judge-v3',
+                        '7e5ef9be9e20d5b4a604cf59452f5d23934338c2d7df3677cb710b35bcfab404'),
+    'abstention_answer': ('abstention-answer-v3',
+                         'd8cb00bcb349c00b58e82ee0032e4823f0953ef5e5383da39a0f03862e62725c'),
+    'abstention_correct': ('abstention-correct-v3',
+                          '6812a238dd93b1040e31efaf5a0cce3b08df7611ea55837755d6ce8292a2e3d3'),
 }
 
 
@@ -157,6 +157,6 @@ def test_an_edited_prompt_without_a_bump_fails_with_the_bump_hint():
     step.build_messages = lambda x: [{**m, "content": m["content"] + " Be brief."} for m in original(x)]
     with pytest.raises(pytest.fail.Exception, match=r"the prompt of verifier changed .*: bump prompt_version"):
         _check("verifier", step, inputs)
-    step.prompt_version = "verifier-v4"
-    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v4': pin it"):
+    step.prompt_version = "verifier-v5"
+    with pytest.raises(pytest.fail.Exception, match=r"prompt_version is bumped to 'verifier-v5': pin it"):
         _check("verifier", step, inputs)

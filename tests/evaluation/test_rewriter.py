@@ -59,4 +59,4 @@ def test_cli_offline_and_llm_rewriter(tmp_path):
         notes = {}
         build_mode_queries(load_beir(d), "rewrite", "bm25", fake_llm_config(srv), notes)
         assert srv.count == 1 and "query_rewriter" not in notes["rewrite"] and "openai backend" in notes["rewrite"]
-        assert "Last user question: when did it fall?" in srv.requests[0].text
+        assert "Last user question: <question>when did it fall?</question>" in srv.requests[0].text

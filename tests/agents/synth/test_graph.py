@@ -77,7 +77,7 @@ def test_verifier_loop_sends_reason_back_to_questioner(role_server):
     assert t["status"] == "ok" and t["verifier_attempts"] == 2 and t["backend"] == "openai"
     qreqs = [r.text for r in role_server.requests if "write questions for a conversational" in r.text]
     assert len(qreqs) == 2
-    assert "rejected: verifier: the answer invents a date" in qreqs[1] and "rejected" not in qreqs[0]
+    assert "rejected: <feedback>verifier: the answer invents a date" in qreqs[1] and "rejected" not in qreqs[0]
 
 
 def test_switch_turn_is_standalone_and_humanized_without_history(role_server):
@@ -107,7 +107,7 @@ def test_unanswerable_turn_has_no_qrels(tmp_path):
     assert {q["sample_id"] for q in store.read_table("qrels").to_pylist()} == {"c1:1"}
     turns = store.read_table("turns").to_pylist()
     assert [t["sample_id"] for t in turns] == ["c1:1", "c1:2"]
-    assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v3"
+    assert json.loads(turns[0]["prompt_versions"])["questioner"] == "questioner-v4"
 
 
 def test_the_graph_runs_no_node_or_router_in_a_thread_pool(monkeypatch):

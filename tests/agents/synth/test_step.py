@@ -32,7 +32,7 @@ def test_class_keywords_are_the_step_attributes_and_are_inherited():
         "echo", "echo", "judge", "echo-v1", Out, 7)
     assert (lo.name, lo.kind, lo.prompt_version, lo.output_model) == ("echo", "judge", "echo-v2", Out)
     a = Answerer()
-    assert (a.name, a.kind, a.prompt_version, a.expected_output_tokens) == ("answerer", "generation", "answerer-v3", 400)
+    assert (a.name, a.kind, a.prompt_version, a.expected_output_tokens) == ("answerer", "generation", "answerer-v4", 400)
 
 
 def _result(ok: bool) -> StepResult:

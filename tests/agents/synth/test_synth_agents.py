@@ -113,7 +113,8 @@ def test_role_server_answers_by_schema_name_not_prompt_wording():
 def test_role_server_falls_back_to_the_system_prompt_without_a_schema():
     srv = RoleScriptedServer()
     body = _body("You rewrite questions the way real users type them.",
-                 "Conversation so far:\n(no earlier turns)\n\nLast user question: What is said about Berlin?\n")
+                 "Conversation so far:\n(no earlier turns)\n\n"
+                 "Last user question: <question>What is said about Berlin?</question>\n")
     assert _content(srv, body) == {"text": "whats up with berlin?"}
     # neither a known schema nor a known wording: the plain fake server's answer
     status, _, payload = srv.handle(_body("Hello.", "hi"), {})

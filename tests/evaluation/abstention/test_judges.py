@@ -41,7 +41,8 @@ def test_overlap_judge_labels():
 
 def test_prompt_and_verdict_mapping():
     text = "\n".join(m["content"] for m in judge_messages(x("p one", "p two")))
-    assert "Reference answer: " + REF in text and "<passage id=\"2\">\np two\n</passage>" in text and "user: Tell me" in text
+    assert f"Reference answer: <answer>{REF}</answer>" in text and "<passage id=\"2\">\np two\n</passage>" in text
+    assert '<turn role="user">Tell me' in text
     base = dict(step="abstention_judge", role="r", backend="openai", prompt_version="v", model="m", endpoint="e",
                 raw_prompt=(), raw_output="{}")
     ok = StepResult(output=ContextJudgment(label="yes", supporting_passages=[2, 2, 9, 0]), **base)

@@ -39,7 +39,7 @@ def test_always_first_judge_shows_position_bias_and_reversed_pass(fake_llm, tmp_
     # prompts: temperature 0, the gold text among 5 numbered candidates, the current question
     body = fake_llm.requests[0].body
     assert body["temperature"] == 0 and body["max_tokens"] == 1024
-    assert '<passage id="5"' in fake_llm.requests[0].text and "Current user question: Question" in fake_llm.requests[0].text
+    assert '<passage id="5"' in fake_llm.requests[0].text and "Current user question: <question>Question" in fake_llm.requests[0].text
     # non-gold picks are exported for review
     assert len(res.missing_positives) == sum(r["score"] == 0 for r in rows) - _same_doc_picks(fwd, rev)
 
@@ -52,12 +52,12 @@ def _same_doc_picks(fwd, rev):
 def test_scripted_ratings_parse_failures_and_text_mode(fake_llm, tmp_path):
     bench = synthetic_benchmark(6)
     q = {t.sample_id: t.question for t in bench.turns}
-    fake_llm.on(f"Current user question: {q['c0:1']}", Reply.json({"rationale": "good", "rating": 5}))
-    fake_llm.on(f"Current user question: {q['c1:1']}", Reply.text("Justification: mostly fine.\nRating: 4"))
-    fake_llm.on(f"Current user question: {q['c2:1']}", Reply.text("no idea"), Reply.text("still no idea"))
-    fake_llm.on(f"Current user question: {q['c3:1']}", Reply.json({"rationale": "x", "rating": 9}),
+    fake_llm.on(f"Current user question: <question>{q['c0:1']}", Reply.json({"rationale": "good", "rating": 5}))
+    fake_llm.on(f"Current user question: <question>{q['c1:1']}", Reply.text("Justification: mostly fine.\nRating: 4"))
+    fake_llm.on(f"Current user question: <question>{q['c2:1']}", Reply.text("no idea"), Reply.text("still no idea"))
+    fake_llm.on(f"Current user question: <question>{q['c3:1']}", Reply.json({"rationale": "x", "rating": 9}),
                 Reply.json({"rationale": "fixed", "rating": 2}))               # repaired on the retry
-    fake_llm.on(f"Current user question: {q['c4:1']}", Reply.refusal())
+    fake_llm.on(f"Current user question: <question>{q['c4:1']}", Reply.refusal())
     res = run_audit(bench, ["judge"], out=tmp_path / "a", llm_config=llm_config(("judge", fake_llm, "m")),
                     config=_cfg(metrics=["faithfulness"]))
     by = {r["sample_id"]: r for r in res.scores}
@@ -87,8 +87,8 @@ def test_self_judging_is_excluded_and_ensemble_is_hand_checked(fake_llm, fake_ll
     bench = synthetic_benchmark(4, generator={0: "org/Alpha", 1: "alpha"})
     q = {t.sample_id: t.question for t in bench.turns}
     for i, (ra, rb) in enumerate([(5, 3), (5, 2), (4, 2), (2, 4)]):
-        fake_llm.on(f"Current user question: {q[f'c{i}:1']}", Reply.json({"rationale": "a", "rating": ra}))
-        fake_llm2.on(f"Current user question: {q[f'c{i}:1']}", Reply.json({"rationale": "b", "rating": rb}))
+        fake_llm.on(f"Current user question: <question>{q[f'c{i}:1']}", Reply.json({"rationale": "a", "rating": ra}))
+        fake_llm2.on(f"Current user question: <question>{q[f'c{i}:1']}", Reply.json({"rationale": "b", "rating": rb}))
     cfg = llm_config(("A", fake_llm, "alpha"), ("B", fake_llm2, "beta"))
     res = run_audit(bench, ["A", "B"], out=tmp_path / "a", llm_config=cfg, config=_cfg(metrics=["quality"]))
     assert fake_llm.count == 2 and fake_llm2.count == 4                  # A never saw its own turns
