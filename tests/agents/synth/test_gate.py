@@ -318,7 +318,7 @@ def test_offline_turns_on_the_example_corpus_pass_every_check(wiki_spine, tmp_pa
                            corpus_searcher(store, corpus, "bm25", None))
     summary = assemble(store, plans, out["states"], cfg)
     turns = store.read_table("turns").to_pylist()
-    assert summary["turns_ok"] >= 0.9 * len(turns)
+    assert summary["turns_failed"] <= 0.1 * len(turns)      # (a repeated item is a duplicate, not a failure)
     assert GT.recheck(turns, corpus) == {}
     assert GT.recheck(turns, corpus, GateConfig(mode="strict")) == {}
     assert summary["gate_rejections"] == store.read_table("gate_rejections").num_rows

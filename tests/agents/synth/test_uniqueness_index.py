@@ -27,7 +27,7 @@ def test_plans_and_index_are_made_once_and_shared_by_every_batch(spine_copy, exa
     config = _config(example_spine, conversations=2, turns=2, batch_size=1, switch_ratio=0.0)
     builds = dict(ci.BUILDS)
     prep = prepare_task.fn(run_dir=str(spine_copy), config=config)
-    assert len(prep["plans"]) == 2 and planned == [1]
+    assert len(prep["plans"]) == 2 and len(prep["spares"]) == 1 and planned == [1, 1]   # the plans, then the spares
     assert ci.BUILDS["bm25"] == builds.get("bm25", 0) + 1 and ci.BUILDS["dense"] == builds.get("dense", 0) + 1
     folders = ci.component_folders(spine_copy / "cache" / "uniqueness")
     assert sorted(f.name.split("-")[0] for f in folders) == ["bm25", "dense"]
@@ -35,10 +35,10 @@ def test_plans_and_index_are_made_once_and_shared_by_every_batch(spine_copy, exa
         r = synth_batch.fn(run_dir=str(spine_copy), config=config, plans=[plan], key=prep["key"],
                            corpus_sha=prep["corpus_sha"], total=2, index=i)
         assert r["done"] == 1 and r["stopped"] is None
-    assert planned == [1] and ci.BUILDS["bm25"] == builds.get("bm25", 0) + 1
+    assert planned == [1, 1] and ci.BUILDS["bm25"] == builds.get("bm25", 0) + 1
     ci.forget_open()                                    # a rerun in a new process: loaded from disk
     again = prepare_task.fn(run_dir=str(spine_copy), config=config)
-    assert again["key"] == prep["key"] and again["plans"] == prep["plans"]
+    assert again["key"] == prep["key"] and again["plans"] == prep["plans"] and again["spares"] == prep["spares"]
     assert ci.BUILDS["bm25"] == builds.get("bm25", 0) + 1 and ci.BUILDS["dense"] == builds.get("dense", 0) + 1
     assert ci.component_folders(spine_copy / "cache" / "uniqueness") == folders
 
