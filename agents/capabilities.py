@@ -39,7 +39,7 @@ import httpx2
 
 from agents.config import EndpointConfig
 from agents.errors import LLMConfigError, LLMError
-from agents.secrets import read_secret, scrub
+from agents.secrets import SecretURL, read_secret, scrub
 from common.errors import UserError
 
 Support = Literal["yes", "ignored", "rejected", "error", "unknown"]
@@ -68,31 +68,39 @@ def context_length_from_error(message: str) -> int | None:
 
 
 def endpoint_headers(name: str, ep: EndpointConfig) -> tuple[str, dict[str, str]]:
-    """(api key, headers) of an endpoint, read from the environment now (see agents.secrets)."""
+    """(api key, headers) of an endpoint, revealed for the HTTP client: the key and the secret
+    headers read from the environment now (as :class:`~agents.secrets.Secret`, registered for
+    masking), the configured header values from their secrets."""
     key = "no-key-configured"
     if ep.api_key_env:
-        key = read_secret(ep.api_key_env) or ""
-        if not key:
+        secret = read_secret(ep.api_key_env)
+        if secret is None:
             raise LLMConfigError(f"environment variable {ep.api_key_env} (API key of LLM endpoint "
                                  f"{name!r}) is not set")
-    headers = dict(ep.headers)
+        key = secret.get_secret_value()
+    headers = {h: v.get_secret_value() for h, v in ep.headers.items()}
     for h, env in ep.header_envs.items():
         val = read_secret(env)
-        if not val:
+        if val is None:
             raise LLMConfigError(f"environment variable {env} (header {h!r} of LLM endpoint {name!r}) is not set")
-        headers[h] = val
+        headers[h] = val.get_secret_value()
     return key, headers
 
 
-def server_root(base_url: str) -> str:
-    """``http://host:port/v1`` -> ``http://host:port`` (where /props, /tokenize, /extras live)."""
+def server_root(base_url: "str | SecretURL") -> str:
+    """``http://host:port/v1`` -> ``http://host:port`` (where /props, /tokenize, /extras live);
+    a :class:`~agents.secrets.SecretURL` keeps its userinfo and drops its query."""
+    if isinstance(base_url, SecretURL):
+        base_url = base_url.connect_url()
     parts = urlsplit(base_url.rstrip("/"))
     path = parts.path[:-3] if parts.path.endswith("/v1") else parts.path
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def public_url(base_url: str) -> str:
+def public_url(base_url: "str | SecretURL") -> str:
     """The base URL without credentials (``user:pass@`` is dropped) and without the query."""
+    if isinstance(base_url, SecretURL):
+        return base_url.bare
     parts = urlsplit(base_url)
     host = parts.hostname or ""
     if parts.port:
@@ -162,9 +170,9 @@ class _Prober:
         self.model = model or ep.model
         key, headers = endpoint_headers(name, ep)
         headers = {**headers, "Authorization": f"Bearer {key}", PROBE_HEADER: "1"}
-        self.http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(ep.timeout_s,
-                                                                              connect=ep.connect_timeout_s))
-        self.base = ep.base_url.rstrip("/")
+        self.http = httpx2.AsyncClient(headers=headers, params=ep.base_url.query() or None,
+                                       timeout=httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s))
+        self.base = ep.base_url.connect_url().rstrip("/")
         self.root = server_root(ep.base_url)
         self.notes: list[str] = []
 
@@ -366,6 +374,7 @@ async def count_prompt_tokens(ep: EndpointConfig, name: str, caps: Capabilities 
             else {"model": model, "prompt": text, "content": text})
     try:
         async with httpx2.AsyncClient(headers={**headers, "Authorization": f"Bearer {key}", PROBE_HEADER: "1"},
+                                      params=ep.base_url.query() or None,
                                       timeout=httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s)) as http:
             r = await http.post(f"{root}{caps.tokenize}", json=body)
         data = r.json()

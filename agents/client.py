@@ -80,9 +80,13 @@ class LLMClient:
         ep = self.config.endpoints[name]
         key, headers = endpoint_headers(name, ep)
         timeout = httpx2.Timeout(ep.timeout_s, connect=ep.connect_timeout_s)
+        # credentials revealed here only: userinfo in the URL (Basic auth), the query of base_url as
+        # request parameters (a query inside base_url would end up before /chat/completions)
+        url = ep.base_url.connect_url()
         c = openai.AsyncOpenAI(
-            base_url=ep.base_url, api_key=key, max_retries=0, default_headers=headers or None,
-            timeout=timeout, **transport_kwargs(self.config.http_client, ep.base_url, timeout))
+            base_url=url, api_key=key, max_retries=0, default_headers=headers or None,
+            default_query=ep.base_url.query() or None,
+            timeout=timeout, **transport_kwargs(self.config.http_client, url, timeout))
         self._clients[name] = c
         return c
 

@@ -3,7 +3,13 @@
 An :class:`LLMConfig` names endpoints (any OpenAI-compatible server: OpenAI, vLLM, Ollama,
 llama.cpp), maps roles to an endpoint / model / sampling, and sets the global concurrency,
 retries, budget and cache. It never holds a secret: ``api_key_env`` is the *name* of the
-environment variable that holds the key, read only when a client is built.
+environment variable that holds the key, read only when a client is built. Credentials that
+a config does carry are tainted as they are read (:mod:`agents.secrets`): every header value is
+a :class:`~agents.secrets.Secret`, ``base_url`` a :class:`~agents.secrets.SecretURL` (its
+userinfo and query values are secrets; the query is sent as request parameters), and a value
+that looks like a key anywhere else (a model id, a name, a path, ``api_key_env``) is refused.
+The config reaches files, Prefect and logs only through :meth:`LLMConfig.public_dict`
+(:func:`agents.secrets.public`).
 
 Reference sampling defaults (YourBench / the MTRAG reference): generation roles use
 ``temperature=0.8, top_p=0.95``; judge roles use ``temperature=0``.
@@ -28,12 +34,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from agents.errors import LLMConfigError
-from agents.secrets import redact, register_config_secrets, scrub
+from agents.secrets import (Secret, SecretURL, credential, key_shape, public, public_digest, refuse_key_like,
+                            register_config_secrets, scrub)
 from common.configfile import read_config_file
 
 RoleKind = Literal["generation", "judge"]
@@ -44,13 +51,21 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # fields that hold credentials (tainted by their own types); ``*_env(s)`` fields hold
+    # variable NAMES and are checked by their validators
+    credential_fields: ClassVar[tuple[str, ...]] = ()
 
     @model_validator(mode="before")
     @classmethod
-    def _register_misplaced_secrets(cls, data: Any) -> Any:
+    def _taint_and_refuse_misplaced_keys(cls, data: Any) -> Any:
         # a key pasted into the wrong field (or a user:pass@ URL) is masked in every message,
-        # log record and file from now on, including this validation's own error
+        # log record and file from now on, including this validation's own error ...
         register_config_secrets(data)
+        # ... and refused: a model id, a name or a path never holds a key
+        if isinstance(data, dict):
+            skip = cls.credential_fields + tuple(
+                k for k in data if isinstance(k, str) and k.endswith(("_env", "_envs")))
+            refuse_key_like(data, skip=skip, depth=2)     # nested models check their own fields
         return data
 
 
@@ -61,7 +76,7 @@ def validation_message(exc: Exception) -> str:
         items = []
         for e in exc.errors(include_input=False, include_url=False, include_context=False):
             loc = ".".join(str(p) for p in e.get("loc", ())) or "config"
-            items.append(f"{loc}: {e.get('msg', 'invalid')}")
+            items.append(f"{loc}: {str(e.get('msg', 'invalid')).removeprefix('Value error, ')}")
         return scrub(f"{exc.error_count()} error(s): " + "; ".join(items))
     return scrub(str(exc))
 
@@ -69,8 +84,8 @@ def validation_message(exc: Exception) -> str:
 def _check_env_name(value: str | None, what: str) -> str | None:
     if value is None:
         return None
-    if not _ENV_NAME.match(value) or value.lower().startswith(("sk-", "sk_")):
-        # never echo the value: it may be a key pasted by mistake
+    if isinstance(value, str) and not _ENV_NAME.match(value) or key_shape(value):
+        # never echo the value: it is a key pasted by mistake (registered by the before-validator)
         raise ValueError(f"{what} must be the NAME of an environment variable "
                          "(e.g. OPENAI_API_KEY), not a key")
     return value
@@ -95,10 +110,13 @@ class EndpointConfig(_Strict):
     """One OpenAI-compatible server.
 
     Attributes:
-        base_url: e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``.
+        base_url: e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``; a
+            :class:`~agents.secrets.SecretURL`: ``user:pass@`` is sent as Basic auth and
+            ``?name=value`` as query parameters of every request, both masked in every dump.
         model: default model id on this endpoint.
         api_key_env: name of the env var holding the key; None for servers without auth.
-        headers: extra non-secret headers sent with every request.
+        headers: extra headers sent with every request; every value is a
+            :class:`~agents.secrets.Secret` (``***`` in every dump). Prefer ``header_envs`` for secrets.
         header_envs: header name -> env var name, for secret headers.
         timeout_s: per-request timeout (whole request, each attempt).
         connect_timeout_s: TCP connect timeout.
@@ -117,10 +135,12 @@ class EndpointConfig(_Strict):
             refused before sending (``api_error``, error class ``ContextLengthExceeded``).
     """
 
-    base_url: str
+    credential_fields: ClassVar[tuple[str, ...]] = ("base_url", "headers")
+
+    base_url: SecretURL
     model: str
     api_key_env: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, Secret] = Field(default_factory=dict)
     header_envs: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = Field(default=120.0, gt=0)
     connect_timeout_s: float = Field(default=10.0, gt=0)
@@ -143,10 +163,21 @@ class EndpointConfig(_Strict):
             _check_env_name(env, f"header_envs[{name!r}]")
         return v
 
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _taint_headers(cls, v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: x if isinstance(x, Secret) else credential(k, x) if isinstance(x, str) else x
+                    for k, x in v.items()}
+        return v
+
     @field_validator("headers")
     @classmethod
-    def _no_secret_headers(cls, v: dict[str, str]) -> dict[str, str]:
+    def _no_secret_headers(cls, v: dict[str, Secret]) -> dict[str, Secret]:
         for name in v:
+            if key_shape(name):
+                raise ValueError("a header name looks like a key; a config never holds a key: "
+                                 "keep it in an environment variable and name that variable (header_envs)")
             if name.lower() in ("authorization", "api-key", "x-api-key"):
                 raise ValueError(f"header {name!r} carries a secret: set it through header_envs")
         return v
@@ -330,15 +361,24 @@ class LLMConfig(_Strict):
         return self
 
     # -- loading ------------------------------------------------------------------------
+    _source: str | None = PrivateAttr(default=None)
+
     @classmethod
     def from_file(cls, path: str | Path) -> "LLMConfig":
         """Load a YAML, JSON or TOML file (an ``llm:`` top-level key is accepted)."""
         p = Path(path)
         data = read_config_file(p, what="LLM config", section="llm", error=LLMConfigError)
         try:
-            return cls.model_validate(data)
+            cfg = cls.model_validate(data)
         except ValueError as exc:
             raise LLMConfigError(f"invalid LLM config {p}: {validation_message(exc)}") from None
+        cfg._source = str(p.resolve())
+        return cfg
+
+    @property
+    def source(self) -> str | None:
+        """The file this config was loaded from (:meth:`from_file`), else None."""
+        return self._source
 
     # -- resolution ---------------------------------------------------------------------
     def endpoint_for(self, name: str | None) -> tuple[str, EndpointConfig]:
@@ -371,6 +411,10 @@ class LLMConfig(_Strict):
         return self.prices.get(model) if model else None
 
     def public_dict(self) -> dict[str, Any]:
-        """A JSON-able dump for manifests: env var names, never values; secret-looking header
-        values masked and URL credentials removed (:func:`agents.secrets.redact`)."""
-        return redact(self.model_dump(mode="json"))
+        """The redacted, JSON-able form for manifests, Prefect and logs (:func:`agents.secrets.public`):
+        env var names, never values; header values and URL credentials / query values ``***``."""
+        return public(self)
+
+    def digest(self) -> str:
+        """A 16-hex digest of :meth:`public_dict` (what a flow run carries instead of the config)."""
+        return public_digest(self)

@@ -22,7 +22,7 @@ from evaluation.audit import AuditConfig, AuditResult
 from evaluation.audit.judges import judge_config, resolve_judges
 from evaluation.audit.prepare import PreparedBenchmark, prepare_benchmark
 from evaluation.audit.run import JudgeBatch, finalize, judge_batch, negatives_index_dir, plan_batches
-from flows.prefect_env import prefect_run_settings, publish_markdown, slug
+from flows.prefect_env import llm_flow_params, llm_from_flow_params, prefect_run_settings, publish_markdown, slug
 from storage.benchmark import load_benchmarks
 from storage.store import RunStore
 
@@ -49,11 +49,16 @@ def finalize_task(prepared: list[PreparedBenchmark], judges: list, rows: list[di
 
 
 @flow(name="mtr-audit", flow_run_name="audit-{run_name}", log_prints=False, validate_parameters=False)
-def audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, run_dir: str, llm_config: LLMConfig | None,
-               config: AuditConfig, human_ratings: str | None = None, run_name: str = "") -> AuditResult:
-    """Prepare every benchmark, judge every batch (concurrently), finalize, publish Markdown."""
-    specs_j = resolve_judges(judges, llm_config)
-    cfg = judge_config(llm_config, specs_j, config.metrics)
+def audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, run_dir: str, llm_config: str | None,
+               config: AuditConfig, human_ratings: str | None = None, run_name: str = "",
+               llm_digest: str | None = None) -> AuditResult:
+    """Prepare every benchmark, judge every batch (concurrently), finalize, publish Markdown.
+
+    ``llm_config`` is the LLM config's file and ``llm_digest`` the digest of its redacted form
+    (:func:`flows.prefect_env.llm_flow_params`): the run's parameters never hold the config."""
+    llm = llm_from_flow_params(llm_config, llm_digest)
+    specs_j = resolve_judges(judges, llm)
+    cfg = judge_config(llm, specs_j, config.metrics)
     cache_dir = config.embedding_cache or str(Path(run_dir) / "cache" / "embeddings")
     prepared = [prepare_task(s, config, cache_dir, run_dir) for s in specs]
     by_name = {p.name: p for p in prepared}
@@ -72,6 +77,8 @@ def run_audit_flow(specs: list[dict[str, Any]], judges: Sequence[str] | None, *,
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     store = RunStore(str(out)).ensure()
     resolve_judges(judges, llm_config)          # fail before Prefect starts
+    params = llm_flow_params(llm_config)
     with prefect_run_settings():
-        return audit_flow(specs, list(judges) if judges else None, store.path, llm_config, config or AuditConfig(),
-                          str(human_ratings) if human_ratings is not None else None, run_name=store.run_id)
+        return audit_flow(specs, list(judges) if judges else None, store.path, params["llm_config"],
+                          config or AuditConfig(), str(human_ratings) if human_ratings is not None else None,
+                          run_name=store.run_id, llm_digest=params["llm_digest"])

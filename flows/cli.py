@@ -13,6 +13,7 @@ import sys
 
 import typer
 
+from agents.secrets import install_secret_masking, scrub
 from common.errors import UserError, format_error
 from storage.store import StoreError
 
@@ -48,11 +49,14 @@ for _name in _MODULES:
 
 
 def main() -> None:
-    """Entry point: clear one-sentence errors instead of tracebacks for expected failures."""
+    """Entry point: clear one-sentence errors instead of tracebacks for expected failures.
+    Every log record of the run is masked of secrets from the start (the filter of
+    :func:`agents.secrets.install_secret_masking`), and so is the error line."""
+    install_secret_masking()
     try:
         app(standalone_mode=True)
     except (UserError, StoreError) as exc:
-        typer.secho(f"error: {format_error(exc)}", fg="red", err=True)
+        typer.secho(f"error: {scrub(format_error(exc))}", fg="red", err=True)
         sys.exit(2)
 
 

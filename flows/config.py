@@ -1,7 +1,10 @@
 """The one typed configuration of a run (TOML or YAML; unknown keys are rejected).
 
 Each package owns the model of its own stage; this module composes them. The resolved
-config is saved in every run's manifest.
+config is saved in every run's manifest (its public form, :func:`agents.secrets.public`) and
+sent to Prefect as flow parameters, so it never holds a secret: a value that looks like a key or
+a URL with credentials is refused when the config is read (:func:`agents.secrets.refuse_key_like`);
+keys live in the LLM config's environment variables.
 """
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from agents.secrets import refuse_key_like
 from agents.synth.config import SynthConfig
 from clustering.greedy import ClusterConfig
 from clustering.topics import TopicConfig
@@ -86,6 +90,14 @@ class MTRConfig(BaseModel):
     scale: ScaleConfig = Field(default_factory=ScaleConfig)
     self_audit: SelfAuditConfig = Field(default_factory=SelfAuditConfig)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets(cls, data: Any) -> Any:
+        # the run config goes to manifests and Prefect: a key (or user:pass@) in it is refused,
+        # unechoed (the value is registered for masking first)
+        refuse_key_like(data)
+        return data
+
     def stage_hash(self, *sections: str) -> str:
         data = {s: getattr(self, s).model_dump(mode="json") if hasattr(getattr(self, s), "model_dump")
                 else getattr(self, s) for s in sections}
@@ -115,6 +127,8 @@ def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None
             msg = "unknown key (check the spelling; see the README's configuration section or docs/reference/configuration.md)"
         elif first["type"] == "value_error":   # a model validator's own sentence, without pydantic's prefix
             msg = msg.removeprefix("Value error, ")
+        if not loc and first["type"] == "value_error":     # the whole config's validator names its own field
+            raise UserError(f"invalid config: {msg}") from exc
         raise UserError(f"invalid config at {loc or '(top level)'}: {msg}") from exc
 
 

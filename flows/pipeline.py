@@ -48,6 +48,7 @@ import embedding.index
 import embedding.stage as estages
 import embedding.store
 import embedding.vectors
+from agents.secrets import public
 from flows.config import MTRConfig
 from flows.prefect_env import prefect_run_settings, publish_markdown, slug
 from flows.progress import report
@@ -280,8 +281,8 @@ def run_spine_in_flow(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], in
     preflight(run_dir, stages_to_run, input_path)
     with run_lock(run_dir):   # one process per run directory (re-entrant: callers may hold it already)
         store = RunStore(run_dir).ensure()
-        store.write_manifest(config=cfg.model_dump(mode="json"), **({"input": input_path} if input_path else {}))
-        return _spine(cfg)(run_dir=store.path, config=cfg.model_dump(mode="json"),
+        store.write_manifest(config=public(cfg), **({"input": input_path} if input_path else {}))
+        return _spine(cfg)(run_dir=store.path, config=public(cfg),
                            stages_to_run=list(stages_to_run), input_path=input_path, run_name=Path(store.path).name)
 
 
@@ -306,10 +307,10 @@ def run_spine(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path
 def _run_spine_locked(run_dir: str, cfg: MTRConfig, stages_to_run: list[str], input_path: str | None,
                       task_runner) -> dict:
     store = RunStore(run_dir).ensure()
-    store.write_manifest(config=cfg.model_dump(mode="json"),
+    store.write_manifest(config=public(cfg),
                          **({"input": str(Path(input_path).resolve())} if input_path else {}))
     with prefect_run_settings(store.path):
-        return _spine(cfg, task_runner)(run_dir=store.path, config=cfg.model_dump(mode="json"),
+        return _spine(cfg, task_runner)(run_dir=store.path, config=public(cfg),
                                         stages_to_run=list(stages_to_run),
                                         input_path=str(Path(input_path).resolve()) if input_path else None,
                                         run_name=Path(store.path).name)

@@ -7,7 +7,43 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from agents.config import LLMConfig
+from agents.errors import LLMConfigError
 from flows.orphan_guard import install as install_orphan_guard
+
+# LLM configs handed to a flow of this process, by (file, digest): a flow run's parameters
+# carry the file and the digest of the config's public form, never the config
+_HANDED: dict[tuple[str | None, str], LLMConfig] = {}
+
+
+def llm_flow_params(llm: LLMConfig | None) -> dict[str, str | None]:
+    """What a flow run carries for an LLM config: ``llm_config`` (the file it was loaded from)
+    and ``llm_digest`` (:meth:`~agents.config.LLMConfig.digest`, a hash of its redacted form).
+    The config itself (credentials included) stays in this process for
+    :func:`llm_from_flow_params`; a flow run in another process loads the file."""
+    if llm is None:
+        return {"llm_config": None, "llm_digest": None}
+    digest = llm.digest()
+    _HANDED[(llm.source, digest)] = llm
+    return {"llm_config": llm.source, "llm_digest": digest}
+
+
+def llm_from_flow_params(llm_config: str | None, llm_digest: str | None) -> LLMConfig | None:
+    """The LLM config of a flow run (inside the flow): the one handed in by this process, else
+    the file, which must still have the digest the run was started with."""
+    if llm_config is None and llm_digest is None:
+        return None
+    held = _HANDED.get((llm_config, llm_digest)) if llm_digest is not None else None
+    if held is not None:
+        return held
+    if llm_config is None:
+        raise LLMConfigError("this flow run's LLM config was built in code by another process; "
+                             "pass the config as a file (--llm-config) to run the flow elsewhere")
+    llm = LLMConfig.from_file(llm_config)
+    if llm_digest is not None and llm.digest() != llm_digest:
+        raise LLMConfigError(f"LLM config {llm_config} changed after the run started (digest {llm.digest()}, "
+                             f"the run was started with {llm_digest})")
+    return llm
 
 
 @contextmanager

@@ -36,7 +36,7 @@ from evaluation.benchmark_eval import evaluate_and_report, summary_rows
 from flows.audit_flow import audit_flow
 from flows.config import MTRConfig, load_config
 from flows.pipeline import run_spine_in_flow
-from flows.prefect_env import publish_markdown
+from flows.prefect_env import llm_flow_params, publish_markdown
 from flows.synthesis import synthesize_flow
 from storage.store import RunStore
 
@@ -224,5 +224,7 @@ def audit_benchmark(benchmark: str, fmt: str = "ours", domain: str | None = None
     out_dir = out or (str(Path(benchmark) / "audit") if fmt == "ours" else f"mtr-audit/{Path(benchmark).name}")
     RunStore(out_dir).ensure()
     specs = [{"path": benchmark, "format": fmt, "domain": domain, "split": "test"}]
-    res = audit_flow(specs, judges, str(Path(out_dir).resolve()), llm, cfg, None, run_name=Path(out_dir).name)
+    params = llm_flow_params(llm)     # the file and the digest of its redacted form, never the config
+    res = audit_flow(specs, judges, str(Path(out_dir).resolve()), params["llm_config"], cfg, None,
+                     run_name=Path(out_dir).name, llm_digest=params["llm_digest"])
     return {"out": out_dir, "markdown": getattr(res, "markdown", "")}

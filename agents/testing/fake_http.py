@@ -10,6 +10,7 @@ import socket
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 
 def error_body(message: str, typ: str, code: str | None) -> dict[str, Any]:
@@ -60,8 +61,16 @@ class Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             self.close_connection = True
 
+    def _route(self) -> str:
+        """The request path without its query (recorded whole in ``fake.paths``)."""
+        paths = getattr(self.fake, "paths", None)
+        if paths is not None:
+            with self.fake._lock:
+                paths.append(self.path)
+        return urlsplit(self.path).path.rstrip("/")
+
     def do_GET(self) -> None:  # noqa: N802
-        if self.path.rstrip("/").endswith("/models"):
+        if self._route().endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": self.fake.model, "object": "model",
                                                          "created": 0, "owned_by": "fake"}]})
         else:
@@ -73,7 +82,7 @@ class Handler(BaseHTTPRequestHandler):
         if len(raw) < length:          # the client went away mid-request
             self.close_connection = True
             return
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        if not self._route().endswith("/chat/completions"):
             self._send(404, error_body(f"no route {self.path}", "invalid_request_error", None))
             return
         try:

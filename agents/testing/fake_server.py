@@ -137,6 +137,7 @@ class FakeLLMServer:
         self.api_key = api_key
         self.model = model
         self.requests: list[RecordedRequest] = []
+        self.paths: list[str] = []      # every request's path, query included, as received
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -162,6 +163,7 @@ class FakeLLMServer:
             self._script.clear()
             self._rules.clear()
             self.requests.clear()
+            self.paths.clear()
             self.max_in_flight = 0
 
     @property

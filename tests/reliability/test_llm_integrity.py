@@ -235,7 +235,7 @@ def test_a_key_in_an_unknown_config_field_is_never_echoed(mtr, run_dir, tmp_path
     llm = _llm(tmp_path, server.base_url, api_key=MISPLACED_KEY)
     r = _synthesize(mtr, run_dir, _config(tmp_path, shared_emb_cache), llm, 2)
     assert r.exit_code == 2 and r.out == "" and len(r.err.strip().splitlines()) == 1
-    assert "endpoints.fake.api_key: Extra inputs are not permitted" in r.err
+    assert "endpoints.fake: api_key holds what looks like a secret (a known key prefix)" in r.err
     assert server.count == 0 and _leaks(_forms(MISPLACED_KEY), r.output, roots=(run_dir,)) == []
 
 
@@ -251,7 +251,8 @@ def test_url_credentials_and_secret_headers_reach_no_file_log_or_prefect_row(mtr
     assert [t["status"] for t in tabs["turns"]] == ["ok"] * 4
     man = json.loads((run_dir / "manifest.json").read_text())
     ep = man["llm"]["config"]["endpoints"]["fake"]
-    assert ep["headers"] == {"X-Session-Token": "***", "X-Team": "retrieval"} and "***@127.0.0.1" in ep["base_url"]
+    # every header value is a Secret (agents.secrets): masked whatever its name
+    assert ep["headers"] == {"X-Session-Token": "***", "X-Team": "***"} and "***@127.0.0.1" in ep["base_url"]
     assert _leaks(_forms(PASSWORD, HEADER_VALUE), r.output, roots=(run_dir,)) == []
 
 
