@@ -7,13 +7,20 @@ blocks). Each size runs in a fresh subprocess; peak RSS is the process's max RSS
 * kNN / greedy / topics wall seconds and CPU seconds (user + system of the child, all
   threads) and the 1-minute load average, with the pipeline's defaults (exact kNN up to
   ``cluster.exact_max``, FAISS IVF above, ``nprobe`` auto: the calibrated nprobe, its sample
-  recall and the calibration seconds are printed; topics on a sample above
-  ``topics.sample_size``);
+  recall and the calibration seconds are printed; topics on the clusters' centroids above
+  ``topics.sample_size``; peak RSS after the topic step, i.e. of the spine, and at the end);
 * recall@10 of the kNN graph against exact search for 1,000 sampled queries;
 * with ``--exact-compare`` (sizes where exact kNN is affordable): greedy clusters from the
   exact graph vs from the approximate one: mean intra-cluster cosine and share of clusters
   of exactly C members, plus the exact kNN time (the peer, same data, same run);
-* ``--sklearn-peer``: sklearn NearestNeighbors(brute, cosine) at <= 50k.
+* ``--sklearn-peer``: sklearn NearestNeighbors(brute, cosine) at <= 50k;
+* topics (the cluster stage's step: HDBSCAN on the greedy clusters' weighted centroids): topics
+  found of the planted ones, coverage (share of chunks with a topic) and ARI against the planted
+  topics (``sklearn.metrics.adjusted_rand_score``), with the greedy clusters' purity; with
+  ``--topics-compare`` also, in the same process, the old step (HDBSCAN on a fixed 20,000 sample,
+  ``topics.method = "sample"``) and the measured alternative (a sample grown with the number of
+  clusters, see :func:`grown_sample_topics`): wall and CPU seconds, topics, coverage, ARI.
+  ``--hard``: the ``--topics-ari`` data (uneven topic sizes, 10% background noise planted as -1).
 
 ``--topics-ari N [N ...]``: ARI of sampled topics (sample ``--topics-sample``, default 20,000 =
 ``topics.sample_size``) against full HDBSCAN on the same data (full HDBSCAN is quadratic: keep
@@ -34,6 +41,7 @@ it is not below N). ``--embed-cache-from DIR ...`` first copies the parts of oth
 caches (read only) into ``--embed-cache-dir`` and merges them into one part.
 
     python benchmarks/clustering.py --sizes 100000 300000 1000000 --exact-compare-max 100000
+    python benchmarks/clustering.py --sizes 100000 1000000 --topics-compare
     python benchmarks/clustering.py --topics-ari 30000 50000
     python benchmarks/clustering.py --corpus tests/data/mtrag/corpus/cloud.jsonl.gz \
         tests/data/mtrag/corpus/clapnq.jsonl.gz --embed-cache-dir /tmp/mtr-emb --topics-ari
@@ -77,6 +85,11 @@ class Timer:
 
 
 def data(n: int, d: int = 384, seed: int = 0, hard: bool = False):
+    return planted(n, d, seed, hard)[0]
+
+
+def planted(n: int, d: int = 384, seed: int = 0, hard: bool = False):
+    """(vectors, planted topic of each: its centre, -1 for the hard data's background noise)."""
     import numpy as np
     rng = np.random.default_rng(seed)
     c = rng.standard_normal((max(1, n // 200), d), dtype=np.float32)
@@ -92,8 +105,9 @@ def data(n: int, d: int = 384, seed: int = 0, hard: bool = False):
         if hard:
             bg = rng.random(b - a) < 0.1
             x[a:b][bg] = 1.2 * rng.standard_normal((int(bg.sum()), d), dtype=np.float32)
+            lab[a:b][bg] = -1
     x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x
+    return x, lab
 
 
 def intra(clusters, x) -> float:
@@ -107,15 +121,46 @@ def intra(clusters, x) -> float:
     return float(np.mean(vals))
 
 
-def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool, nprobe=None) -> dict:
+def grown_sample_topics(x, n_clusters: int, cfg):
+    """The alternative to the cluster centroids that was measured and not kept: HDBSCAN
+    (:func:`clustering.topics.hdbscan_knn`) on a seeded sample grown with the number of clusters
+    (one chunk per cluster), each sample chunk weighted N / sample, the rest by nearest sample
+    point (FAISS IVF over the sample, cosine), then the same outlier rule. Same number of HDBSCAN
+    points as the centroids."""
+    import numpy as np
+
+    from clustering.topics import _outliers_to_noise, _sample_index, hdbscan_knn
+    n = len(x)
+    m = min(n, n_clusters)
+    sample = np.sort(np.random.default_rng(cfg.seed).choice(n, m, replace=False))
+    s_labels, _ = hdbscan_knn(x[sample], np.full(m, n / m), cfg.min_cluster_size, cfg.min_samples, seed=cfg.seed)
+    index = _sample_index(np.ascontiguousarray(x[sample]), cfg.assign_nprobe)
+    labels = np.empty(n, dtype=np.int64)
+    for a in range(0, n, 65536):
+        _, nn = index.search(np.ascontiguousarray(x[a:a + 65536]), 1)
+        labels[a:a + 65536] = s_labels[nn[:, 0]]
+    labels[sample] = s_labels
+    _outliers_to_noise(x, labels, np.zeros(n, dtype=np.float32))
+    return labels
+
+
+def topic_quality(labels, lab) -> dict:
+    """Topics found, coverage (share of chunks with a topic) and ARI against the planted topics."""
+    from sklearn.metrics import adjusted_rand_score
+    return {"topics": int(len(set(labels.tolist()) - {-1})), "coverage": float((labels >= 0).mean()),
+            "ari": float(adjusted_rand_score(lab, labels))}
+
+
+def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool, nprobe=None,
+        topics_compare: bool = False, hard: bool = False) -> dict:
     sys.path.insert(0, str(ROOT))
     import numpy as np
 
     from clustering.greedy import ClusterConfig, greedy_clusters
     from clustering.knn import build_knn, knn
     from clustering.topics import TopicConfig, fit_topics
-    x = data(n)
-    out: dict = {"n": n, "data_peak_mb": peak_mb()}
+    x, lab = planted(n, hard=hard)
+    out: dict = {"n": n, "hard": hard, "planted_topics": int(lab.max() + 1), "data_peak_mb": peak_mb()}
     cc = ClusterConfig(k=k) if nprobe is None else ClusterConfig(k=k, nprobe=nprobe)
     loads = [os.getloadavg()[0]]
     with Timer() as t:
@@ -129,11 +174,23 @@ def one(n: int, k: int, topics: bool, exact_compare: bool, sklearn_peer: bool, n
     loads.append(t.load)
     sizes = res.sizes()
     out.update(clusters=len(res.clusters), at_c=float((sizes == 8).mean()), intra=intra(res.clusters, x))
-    if topics:
+    # purity: share of a cluster's chunks in its most common planted topic (background noise counts as one)
+    out["purity"] = float(np.mean([np.bincount(lab[m] + 1).max() / len(m) for m in res.clusters]))
+    if topics:   # the cluster stage's topic step: HDBSCAN on the clusters' weighted centroids
+        cfg = TopicConfig(min_cluster_size=15)
         with Timer() as t:
-            tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
-        out.update(topics_s=t.wall, topics_cpu=t.cpu, topics=len([t for t in tr.sizes if t >= 0]))
+            tr = fit_topics(x, [""] * n, cfg, clusters=res.clusters)
+        out.update(topics_s=t.wall, topics_cpu=t.cpu, topics_method=tr.method, **topic_quality(tr.labels, lab))
         loads.append(t.load)
+        out["peak_mb_spine"] = peak_mb()
+        if topics_compare:   # the same step, old (a fixed 20,000 sample) and the grown-sample alternative
+            with Timer() as t:
+                old = fit_topics(x, [""] * n, cfg.model_copy(update={"method": "sample"}))
+            out["old"] = {"s": t.wall, "cpu": t.cpu, "load": t.load, **topic_quality(old.labels, lab)}
+            with Timer() as t:
+                grown = grown_sample_topics(x, len(res.clusters), cfg)
+            out["grown"] = {"s": t.wall, "cpu": t.cpu, "load": t.load, **topic_quality(grown, lab)}
+            loads += [out["old"]["load"], out["grown"]["load"]]
     out.update(peak_mb=peak_mb(), load_min=min(loads), load_max=max(loads))
     # recall@10 against exact search on 1,000 sampled queries
     rng = np.random.default_rng(1)
@@ -336,6 +393,10 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100000])
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--no-topics", action="store_true")
+    ap.add_argument("--topics-compare", action="store_true",
+                    help="also the old topic step (fixed 20,000 sample) and a sample grown with the clusters, "
+                         "in the same process: seconds, topics, coverage, ARI vs the planted topics")
+    ap.add_argument("--hard", action="store_true", help="--sizes on the hard data (uneven topics, 10%% noise)")
     ap.add_argument("--exact-compare-max", type=int, default=0, help="exact-kNN cluster comparison up to this n")
     ap.add_argument("--sklearn-peer", action="store_true")
     ap.add_argument("--topics-ari", type=int, nargs="*")
@@ -358,7 +419,7 @@ def main() -> None:
         return
     if a.one:
         print(json.dumps(one(a.one, a.k, not a.no_topics, a.one <= a.exact_compare_max, a.sklearn_peer,
-                             a.nprobe[0] if a.nprobe else None)))
+                             a.nprobe[0] if a.nprobe else None, a.topics_compare, a.hard)))
         return
     if a.ari_one:
         print(json.dumps(topics_ari(a.ari_one, a.topics_sample)))
@@ -376,6 +437,8 @@ def main() -> None:
     for n, nprobe in [(n, p) for n in a.sizes for p in (a.nprobe or [None])]:
         args = ["--one", str(n), "--k", str(a.k), "--exact-compare-max", str(a.exact_compare_max)]
         args += ["--no-topics"] if a.no_topics else []
+        args += ["--topics-compare"] if a.topics_compare else []
+        args += ["--hard"] if a.hard else []
         args += ["--sklearn-peer"] if a.sklearn_peer else []
         args += ["--nprobe", str(nprobe)] if nprobe is not None else []
         r = sub(args)
@@ -395,6 +458,16 @@ def main() -> None:
                      f"{r['exact_at_c']:.1%}")
         if "sklearn_knn_s" in r:
             line += f"; sklearn brute {r['sklearn_knn_s']:.1f} s"
+        if "topics_method" in r:
+            line += (f"; topics ({r['topics_method']}) {r['topics']} of {r['planted_topics']} planted, coverage "
+                     f"{r['coverage']:.1%}, ARI vs planted {r['ari']:.3f}, cluster purity {r['purity']:.3f}, "
+                     f"peak RSS after topics {r['peak_mb_spine']:.0f} MB")
+        for name, what in (("old", "old fixed sample"), ("grown", "sample grown with the clusters")):
+            if name in r:
+                o = r[name]
+                line += (f"; {what}: {o['s']:.1f} s ({o['cpu']:.1f} CPU s, x{o['cpu'] / r['topics_cpu']:.2f} the "
+                         f"new step's CPU) at load {o['load']:.1f}, {o['topics']} topics, coverage "
+                         f"{o['coverage']:.1%}, ARI {o['ari']:.3f}")
         print(line, flush=True)
 
 

@@ -2,6 +2,7 @@
 stage that writes its input is :mod:`embedding.stage`."""
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -11,12 +12,13 @@ import pyarrow.compute as pc
 from clustering.greedy import greedy_clusters
 from clustering.grouping import knn_ball_groups, random_groups
 from clustering.knn import KnnGraph, build_knn, load_knn, save_knn
-from clustering.topics import cluster_topics, fit_topics
+from clustering.topics import cluster_topics, coverage_warning, fit_topics
 from embedding.vectors import read_embeddings
 from storage.schemas import CHUNK_TOPICS, CLUSTERS, TOPICS
 from storage.store import RunStore
 
 Progress = Callable[[str, int, int], None]
+log = logging.getLogger("clustering.topics")
 
 
 class TextColumn(Sequence[str]):
@@ -95,7 +97,8 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
     else:
         res = greedy_clusters(graph.neighbors, size=c.size, min_size=c.min_size, max_size=c.max_size, seed=c.seed,
                               vectors=vecs)
-    topics = fit_topics(vecs, texts, cfg.topics)
+    # random groups are no neighbourhoods: their centroids carry no topic, so they take the sampled topics
+    topics = fit_topics(vecs, texts, cfg.topics, clusters=None if c.grouping == "random" else res.clusters)
     ctopics = cluster_topics(res.clusters, topics, vecs)
     rows = {"cluster_id": [], "position": [], "chunk_id": [], "topic_id": []}
     for cid, (members, tid) in enumerate(zip(res.clusters, ctopics)):
@@ -122,8 +125,13 @@ def cluster(store: RunStore, cfg, progress: Progress | None = None) -> dict[str,
               "size_mean": round(float(sizes.mean()), 2) if n else 0.0,
               "short_clusters": len(res.short_clusters), "moved_by_repair": res.moved,
               "rewalked": res.rewalked, "topics": len([t for t in tids if t >= 0]),
-              "noise_chunks": int(topics.sizes.get(-1, 0)),
+              "noise_chunks": int(topics.sizes.get(-1, 0)), "topic_method": topics.method,
+              "topic_coverage": round(topics.coverage, 4),
               "knn_method": graph.method, "knn_reused": graph.loaded, "grouping": c.grouping}
+    warning = coverage_warning(topics, cfg.topics)
+    if warning:   # logged, in the manifest's stage summary and in the summary `mtr cluster` / `mtr build` print
+        log.warning("%s", warning)
+        report["topics_warning"] = warning
     if graph.method == "ivf":   # the IVF's settings; with nprobe auto, the calibrated nprobe and its sample recall
         report.update(knn_nlist=graph.params.get("nlist"), knn_nprobe=graph.params.get("nprobe"))
         if graph.params.get("nprobe_auto"):
