@@ -143,7 +143,7 @@ def spine_part(n: int, a, out) -> None:
     res = greedy_clusters(g.neighbors, size=8, seed=0, vectors=x)
     rec["greedy_s"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15))
+    tr = fit_topics(x, [""] * n, TopicConfig(min_cluster_size=15), clusters=res.clusters)   # the default method
     rec.update(topics_s=time.perf_counter() - t0, topics=len([s for s in tr.sizes if s >= 0]))
     rec["spine_s"] = rec["knn_s"] + rec["greedy_s"] + rec["topics_s"]
     rec.update(clusters=len(res.clusters), at_c=float((res.sizes() == 8).mean()), intra=bc.intra(res.clusters, x))

@@ -44,8 +44,10 @@ def server():
 
 
 def _config(tmp_path, shared_emb_cache, **synth) -> Path:
-    """An mtr config: the shared embedding cache, BM25 uniqueness search, the given [synth] keys."""
-    synth = {"uniqueness_retriever": "bm25", "switch_ratio": 0.5, "uniqueness_k": 4, **synth}
+    """An mtr config: the shared embedding cache, BM25 uniqueness search, the given [synth] keys. These tests read
+    the records of the turns they make fail, so a conversation with failed turns is not replaced by a spare
+    (``min_turns_kept = 0``; the replacement has its own tests: tests/agents/synth/test_replace.py)."""
+    synth = {"uniqueness_retriever": "bm25", "switch_ratio": 0.5, "uniqueness_k": 4, "min_turns_kept": 0.0, **synth}
     lines = ["[embed]", f'cache_dir = "{shared_emb_cache}"', "[synth]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in synth.items()]
     p = tmp_path / f"mtr-{len(list(tmp_path.glob('mtr-*.toml')))}.toml"
