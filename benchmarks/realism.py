@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--seed", type=int, help="synth.seed: which clusters become conversations, switches and forms "
                                            "(another seed = another sample of the same method)")
     s.add_argument("--embed-cache-dir", help="shared embedding cache (default <out>/../.cache/embeddings)")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a config override, e.g. synth.offline.salience_weight=3 (repeatable; the value is TOML)")
     r = sub.add_parser("report", help="the realism table")
     r.add_argument("--ours", action="append", default=[], help="a synthesis run directory (repeatable)")
     r.add_argument("--human", action="append", default=[], help="a human benchmark path (repeatable)")
@@ -122,6 +124,10 @@ def main(argv: list[str] | None = None) -> None:
         over = {k: v for k, v in (("synth.conversations", a.conversations), ("synth.turns", a.turns),
                                   ("synth.seed", a.seed),
                                   ("embed.cache_dir", a.embed_cache_dir)) if v is not None}
+        import tomllib
+        for kv in a.set:
+            key, _, value = kv.partition("=")
+            over[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
         print(json.dumps(synthesize(a.corpus, a.out, a.config, over), indent=2))
     else:
         print(report(a.ours, a.human, a.format, a.domain, not a.no_retrieval, a.work,
