@@ -11,6 +11,7 @@ Examples:
 """
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 from typing import Optional
 
@@ -20,9 +21,10 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.config import LLMConfig
+from agents.outcome import call_outcome
 from common.configfile import read_config_file
 from common.errors import UserError, require_file
-from flows.cli_common import progress_bars
+from flows.cli_common import MAX_FAILURE_RATE_OPT, progress_bars, report_outcome
 from flows.prefect_env import quiet_expected_failures
 from flows.progress import report
 from storage.store import new_run_id
@@ -117,6 +119,7 @@ def register(app: typer.Typer) -> None:
                                                   "benchmark marks unanswerable (content label: no)."),
         prefect: bool = typer.Option(False, "--prefect/--no-prefect",
                                      help="Run as a Prefect flow with a Markdown artifact."),
+        max_failure_rate: Optional[float] = MAX_FAILURE_RATE_OPT,
     ) -> None:
         """Label retrieved contexts by content and measure how wrong the "no gold in top-5" abstention rule is,
         per retriever. Example: mtr abstention --benchmark tests/data/mtrag --format mtrag --domain clapnq"""
@@ -139,6 +142,7 @@ def register(app: typer.Typer) -> None:
             require_file(llm_config, "LLM config")
         llm = LLMConfig.from_file(llm_config) if llm_config is not None else None
         out_dir = out or Path("mtr-runs") / new_run_id("abstention")
+        started = datetime.datetime.now(datetime.timezone.utc)
         try:
             if prefect:
                 from flows.abstention_flow import run_abstention_flow   # costly: prefect
@@ -151,4 +155,8 @@ def register(app: typer.Typer) -> None:
                     res = run_abstention(bench, out_dir, cfg, llm, hard_negatives=hn, progress=report)
         except (FileNotFoundError, QueryBuildError, RetrievalError) as exc:
             raise UserError(str(exc)) from None
-        _print(res)
+        outcome = call_outcome(out_dir, started, llm)   # the endpoint calls of this run (none offline)
+        if not outcome.calls or outcome.ok:      # nothing to show when no LLM judgement came back
+            _print(res)
+            report_outcome(outcome)
+        outcome.check(max_failure_rate)

@@ -115,3 +115,17 @@ def test_synthesize_against_a_dead_endpoint_exits_2_naming_the_cause(mtr, spine,
     assert n > 0
     errors = [x for x in res.err.splitlines() if x.startswith("error:")]
     assert errors == [f"error: endpoint unreachable: connection refused at {url}; 0 of {n} calls succeeded"]
+
+
+def test_abstention_against_a_dead_endpoint_exits_2_naming_the_cause(mtr, tmp_path):
+    """(The abstention roles keep no failure message per item, so the cause says "connection failed".)"""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    out = tmp_path / "abstention"
+    res = mtr("abstention", "--benchmark", MTRAG, "--format", "mtrag", "--domain", "clapnq", "--llm-config",
+              _llm(tmp_path, url), "--judge", "fake", "--retriever", "bm25-turn", "--limit", "2", "--review-n", "2",
+              "--out", out)
+    assert res.exit_code == 2, res.output
+    n = sum(c["backend"] != "offline" for c in _calls(out))      # the offline stand-ins are no endpoint calls
+    assert n > 0
+    assert res.err.strip().splitlines()[-1] == (f"error: endpoint unreachable: connection failed at {url}; "
+                                                f"0 of {n} calls succeeded")
