@@ -27,38 +27,22 @@ import base64
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import threading
-from collections import Counter
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
 
 from pydantic import BaseModel, SecretStr
 from pydantic_core import SchemaSerializer, core_schema, to_jsonable_python
 
+from agents.key_shapes import PREFIX_SHAPES, key_shape, looks_like_key
+
 MASK = "***"
 _MIN_LEN = 6
 _lock = threading.Lock()
 _secrets: set[str] = set()
 _pattern: re.Pattern[str] | None = None
-
-# -- what a key looks like -----------------------------------------------------------------------
-# Known key prefixes (OpenAI, Groq, xAI, Anthropic, GitHub, Hugging Face, GitLab, Slack, Replicate,
-# Perplexity, NVIDIA, Fireworks, Cerebras, Together, Stripe, AWS, Google) and auth schemes.
-_PREFIX_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:sk|rk|pk)-[A-Za-z0-9_\-]{16,}"
-    r"|(?<![A-Za-z0-9])(?:gsk_|xai-|sk-ant-|gh[pousr]_|github_pat_|hf_|glpat-|xox[abposr]-|r8_|pplx-|nvapi-|fw_|csk-"
-    r"|tgp_v1_|sess-|(?:sk|rk|pk)_(?:live|test)_)(?=[A-Za-z0-9_\-]{0,80}\d)[A-Za-z0-9_\-]{16,}"
-    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"
-    r"|(?<![A-Za-z0-9])AIza[0-9A-Za-z_\-]{30,}"
-    r"|(?<![A-Za-z0-9])ya29\.[0-9A-Za-z_\-]{20,}"
-    r"|(?<![A-Za-z0-9])eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*)?"
-    r"|\bBearer\s+[A-Za-z0-9_\-.=+/~]{8,}")
-_ALNUM_RUN = re.compile(r"[A-Za-z0-9]{20,}")
-_TOKEN_RUN = re.compile(r"[A-Za-z0-9_\-+]{24,}")
-_HEX = re.compile(r"[0-9a-fA-F]+")
 
 # keys whose values are secrets; ``*_env`` / ``*_envs`` keys hold the NAMES of variables
 # ("tokens", plural, is a count: max_tokens, prompt_tokens; "author" is no auth)
@@ -70,48 +54,6 @@ _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userin
 # ?key=... / &access_token=... in any URL of a text
 _URL_SECRET_PARAM = re.compile(r"(?P<name>[?&](?:[A-Za-z0-9_.\-]*(?:key|token|secret|passw|auth|sig|signature|"
                                r"credential|session)[A-Za-z0-9_.\-]*|code)=)[^&#\s'\"<>]+", re.I)
-
-
-def shannon_entropy(text: str) -> float:
-    """Bits per character of ``text`` (its character frequencies)."""
-    if not text:
-        return 0.0
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
-
-
-def _random_looking(token: str, *, hex_ok: bool) -> bool:
-    if _HEX.fullmatch(token):   # hex digests: 32+ chars spread over the 16 digits
-        return hex_ok and len(token) >= 32 and shannon_entropy(token) >= 3.0
-    if not (re.search(r"\d", token) and re.search(r"[A-Za-z]", token)):
-        return False
-    # random base62 tokens of 20 / 32 / 40 chars score about 4.0 / 4.5 / 4.8 bits, words and
-    # model ids (qwen2.5-7b-instruct, Meta-Llama-3.1-70B-Instruct) well below 0.8 * log2(len)
-    return shannon_entropy(token) >= 0.8 * math.log2(min(len(token), 64))
-
-
-def key_shape(value: object) -> str | None:
-    """Why ``value`` looks like an API key or token (``"a known key prefix"``, ``"a
-    high-entropy token"``), or None. Path-like values (``/``) are not judged by hex digests
-    (a Hugging Face snapshot directory is one)."""
-    if not isinstance(value, str) or len(value) < 16:
-        return None
-    if _PREFIX_SHAPES.search(value):
-        return "a known key prefix"
-    hex_ok = "/" not in value and "\\" not in value
-    if any(_random_looking(m.group(), hex_ok=hex_ok) for m in _ALNUM_RUN.finditer(value)):
-        return "a high-entropy token"
-    for m in _TOKEN_RUN.finditer(value):
-        tok = m.group()
-        classes = sum(bool(re.search(p, tok)) for p in (r"[a-z]", r"[A-Z]", r"\d"))
-        if classes == 3 and shannon_entropy(tok) >= 4.3:
-            return "a high-entropy token"
-    return None
-
-
-def looks_like_key(value: object) -> bool:
-    """True when ``value`` looks like an API key or token (:func:`key_shape`)."""
-    return key_shape(value) is not None
 
 
 def is_secret_key(key: object) -> bool:
@@ -354,7 +296,7 @@ def public(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [public(v) for v in data]
     if isinstance(data, str):
-        return _PREFIX_SHAPES.sub(MASK, scrub_known(_mask_url_secrets(data)) or "")
+        return PREFIX_SHAPES.sub(MASK, scrub_known(_mask_url_secrets(data)) or "")
     if isinstance(data, (int, float, bool)) or data is None:
         return data
     return public(to_jsonable_python(data))
@@ -389,7 +331,7 @@ def scrub(text: object) -> str:
     pat = _pattern
     if pat is not None:
         s = pat.sub(MASK, s)
-    return _mask_url_secrets(_PREFIX_SHAPES.sub(MASK, s))
+    return _mask_url_secrets(PREFIX_SHAPES.sub(MASK, s))
 
 
 def scrub_known(text: str | None) -> str | None:

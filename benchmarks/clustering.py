@@ -123,13 +123,14 @@ def intra(clusters, x) -> float:
 
 def grown_sample_topics(x, n_clusters: int, cfg):
     """The alternative to the cluster centroids that was measured and not kept: HDBSCAN
-    (:func:`clustering.topics.hdbscan_knn`) on a seeded sample grown with the number of clusters
+    (:func:`clustering.weighted_hdbscan.hdbscan_knn`) on a seeded sample grown with the number of clusters
     (one chunk per cluster), each sample chunk weighted N / sample, the rest by nearest sample
     point (FAISS IVF over the sample, cosine), then the same outlier rule. Same number of HDBSCAN
     points as the centroids."""
     import numpy as np
 
-    from clustering.topics import _outliers_to_noise, _sample_index, hdbscan_knn
+    from clustering.topics import _outliers_to_noise, _sample_index
+    from clustering.weighted_hdbscan import hdbscan_knn
     n = len(x)
     m = min(n, n_clusters)
     sample = np.sort(np.random.default_rng(cfg.seed).choice(n, m, replace=False))

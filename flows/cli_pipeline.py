@@ -242,7 +242,8 @@ def print_self_audit(res: dict) -> None:
 
 def synthesis_dry_run(out: Path, cfg: MTRConfig) -> None:
     """Estimate the synthesis workload offline (prompt sizes from the real passages)."""
-    from agents.synth.run import load_plan_inputs, plan_conversations, planned_workload   # costly: langgraph
+    from agents.synth.run import load_plan_inputs, plan_conversations   # costly: langgraph
+    from agents.synth.workload import planned_workload
     from flows.synthesis import llm_config_for   # costly: prefect
     store = RunStore(str(out))
     if not store.has_table("clusters"):

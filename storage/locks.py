@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Iterator
 
 from common.errors import require_visible
-from storage.store import RunStore, StoreError, is_remote
+from storage.filesystems import is_remote
+from storage.store import RunStore, StoreError
 
 LOCK_NAME = ".lock"
 
@@ -90,18 +91,11 @@ def run_lock(run_dir: str | os.PathLike) -> Iterator[bool]:
         return
     path = Path(run_dir).expanduser().resolve()
     key = str(path)
-    with _held_guard:
-        if key in _held:
-            _held[key][1] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
+    if _reenter(key):
         try:
             yield False
         finally:
-            with _held_guard:
-                _held[key][1] -= 1
+            _leave(key)
         return
     created = _make_run_dir(path)
     try:
@@ -131,22 +125,29 @@ def run_lock(run_dir: str | os.PathLike) -> Iterator[bool]:
         os.close(fd)   # closing the descriptor releases the lock
 
 
+def _reenter(key: str) -> bool:
+    """True (and one more hold counted) when this process already holds the lock of ``key``; see :func:`_leave`."""
+    with _held_guard:
+        if key in _held:
+            _held[key][1] += 1
+            return True
+    return False
+
+
+def _leave(key: str) -> None:
+    with _held_guard:
+        _held[key][1] -= 1
+
+
 @contextmanager
 def _remote_run_lock(store: RunStore) -> Iterator[bool]:
     from storage.objectstore import LeaseHeld, acquire_lease
     key = store.path
-    with _held_guard:
-        if key in _held:
-            _held[key][1] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
+    if _reenter(key):
         try:
             yield False
         finally:
-            with _held_guard:
-                _held[key][1] -= 1
+            _leave(key)
         return
     require_visible(store.run_id, "run id")
     created = not store.exists()

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -38,7 +37,9 @@ import pyarrow.parquet as pq
 
 from common.errors import require_visible
 from storage.errors import StoreError
+from storage.filesystems import _resolve, local_cache_root
 from storage.schemas import SCHEMAS
+from storage.table_writer import TableWriter
 
 try:
     import fcntl
@@ -80,53 +81,6 @@ def package_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             pass
     return out
-
-
-def is_remote(uri: str | os.PathLike) -> bool:
-    """Whether ``uri`` names a run on a filesystem other than the local one (``s3://...``)."""
-    return "://" in str(uri) and not str(uri).startswith("file://")
-
-
-def s3_filesystem(uri: str) -> tuple[pafs.S3FileSystem, str]:
-    """The ``S3FileSystem`` of an ``s3://bucket/prefix`` URI and its ``bucket/prefix`` path.
-
-    The endpoint is ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` (an ``http://`` endpoint
-    gives scheme http: MinIO, moto), else AWS itself; a query string of the URI
-    (``?endpoint_override=...``) is left to pyarrow. Credentials are never taken from the URI:
-    user info in it is refused, so that no secret reaches a manifest, a path or a log line.
-    """
-    parts = urlsplit(uri)
-    if parts.username or parts.password or "@" in parts.netloc:
-        raise StoreError("an object-store URI must not hold credentials; set AWS_ACCESS_KEY_ID / "
-                         "AWS_SECRET_ACCESS_KEY or AWS_PROFILE instead")
-    if not parts.netloc:
-        raise StoreError(f"{uri}: an object-store URI needs a bucket (s3://bucket/prefix)")
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if parts.query or not endpoint:
-        fs, path = pafs.FileSystem.from_uri(uri)
-        return fs, path
-    ep = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    fs = pafs.S3FileSystem(endpoint_override=ep.netloc, scheme=ep.scheme or "https", region=region,
-                           connect_timeout=5, request_timeout=60,
-                           retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=3))
-    return fs, f"{parts.netloc}{parts.path}".rstrip("/")
-
-
-def _resolve(uri: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
-    uri = str(uri)
-    if uri.startswith("s3://"):
-        return s3_filesystem(uri)
-    if "://" in uri:
-        fs, path = pafs.FileSystem.from_uri(uri)
-        return fs, path
-    return pafs.LocalFileSystem(), str(Path(uri).expanduser().resolve())
-
-
-def local_cache_root() -> Path:
-    """Where the local directories of object-store runs live (:meth:`RunStore.local_dir`):
-    ``MTR_LOCAL_CACHE``, else ``~/.cache/mtr-suite/runs``."""
-    return Path(os.environ.get("MTR_LOCAL_CACHE") or Path.home() / ".cache" / "mtr-suite" / "runs")
 
 
 def _io(method):
@@ -254,7 +208,7 @@ class RunStore:
         self.ensure()
         final = self.table_path(name)
         tmp = self._p(f".{name}.parquet.tmp-{uuid.uuid4().hex}")
-        w = TableWriter(self, name, tmp, schema or SCHEMAS.get(name), row_group_rows or ROW_GROUP_ROWS,
+        w = TableWriter(self.fs, name, tmp, schema or SCHEMAS.get(name), row_group_rows or ROW_GROUP_ROWS,
                         row_group_bytes or ROW_GROUP_BYTES)
         try:
             yield w
@@ -452,89 +406,6 @@ class RunStore:
             size += len(data)
             h.update(data)
         return {"rows": rows, "files": len(files), "bytes": size, "sha256": h.hexdigest()}
-
-
-class TableWriter:
-    """Batches of one table going to a temp Parquet file (see :meth:`RunStore.table_writer`)."""
-
-    def __init__(self, store: RunStore, name: str, tmp: str, schema: pa.Schema | None,
-                 row_group_rows: int, row_group_bytes: int) -> None:
-        self.store, self.name, self.tmp, self.schema = store, name, tmp, schema
-        self.row_group_rows, self.row_group_bytes = max(1, row_group_rows), max(1, row_group_bytes)
-        self.rows = 0
-        self._buf: list[pa.Table] = []
-        self._buf_rows = self._buf_bytes = 0
-        self._sink = None
-        self._writer: pq.ParquetWriter | None = None
-
-    def _conform(self, table: pa.Table) -> pa.Table:
-        if self.schema is not None and not table.schema.equals(self.schema, check_metadata=False):
-            try:
-                table = table.select(self.schema.names).cast(self.schema)
-            except (KeyError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                raise StoreError(f"table {self.name!r} does not match its schema: {exc}") from exc
-        return table
-
-    def write(self, data: pa.Table | pa.RecordBatch) -> None:
-        """Add rows (validated against the table's schema like :meth:`RunStore.write_table`)."""
-        table = pa.Table.from_batches([data]) if isinstance(data, pa.RecordBatch) else data
-        if self.schema is None:
-            self.schema = table.schema
-        table = self._conform(table)
-        if not len(table):
-            return
-        self._buf.append(table)
-        self._buf_rows += len(table)
-        self._buf_bytes += table.nbytes
-        self.rows += len(table)
-        while self._buf_rows >= self.row_group_rows or self._buf_bytes >= self.row_group_bytes:
-            self._flush(final=False)
-
-    def _open(self) -> pq.ParquetWriter:
-        if self._writer is None:
-            self._sink = self.store.fs.open_output_stream(self.tmp)
-            self._writer = pq.ParquetWriter(self._sink, self.schema, compression="zstd")
-        return self._writer
-
-    def _flush(self, final: bool) -> None:
-        if not self._buf:
-            return
-        table = pa.concat_tables(self._buf) if len(self._buf) > 1 else self._buf[0]
-        # rows per group: the row cap, or fewer when the rows are wide (the byte cap)
-        per_row = max(1, table.nbytes // max(1, len(table)))
-        n = max(1, min(self.row_group_rows, self.row_group_bytes // per_row))
-        if len(table) < n and not final:
-            n = len(table)
-        cut = len(table) if final else (len(table) // n) * n
-        writer = self._open()
-        for start in range(0, cut, n):
-            writer.write_table(table.slice(start, min(n, cut - start)), row_group_size=n)
-        rest = table.slice(cut)
-        self._buf = [rest] if len(rest) else []
-        self._buf_rows = len(rest)
-        self._buf_bytes = rest.nbytes if len(rest) else 0
-
-    def close(self) -> None:
-        self._flush(final=True)
-        if self._writer is None:   # no rows: an empty table with the schema
-            if self.schema is None:
-                raise StoreError(f"table {self.name!r}: no rows and no schema to write")
-            self._open()
-        self._writer.close()
-        self._sink.close()
-
-    def abort(self) -> None:
-        try:
-            if self._writer is not None:
-                self._writer.close()
-            if self._sink is not None:
-                self._sink.close()
-        except Exception:  # noqa: BLE001 - the temp file goes anyway
-            pass
-        try:
-            self.store.fs.delete_file(self.tmp)
-        except (OSError, FileNotFoundError):
-            pass
 
 
 def list_runs(root: str | os.PathLike) -> list[RunStore]:

@@ -7,7 +7,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from clustering.greedy import greedy_clusters
 from clustering.knn.exact import knn
-from clustering.topics import TopicConfig, condense_select, fit_topics, hdbscan_dense, hdbscan_knn
+from clustering.topics import TopicConfig, fit_topics, hdbscan_dense
+from clustering.weighted_hdbscan import condense_select, hdbscan_knn
 
 
 def _planted(topics, per, d=32, noise=0.3, seed=0):

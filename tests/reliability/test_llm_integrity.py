@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from urllib.parse import quote
 import pyarrow.parquet as pq
 import pytest
 
+from tests.reliability.helpers import sqlite_text
 from agents.testing.fake_roles import RoleScriptedServer
 from agents.testing.fake_server import Reply
 
@@ -193,18 +193,6 @@ def _forms(*secrets: str) -> set[str]:
     return out
 
 
-def _sqlite_text(path: Path) -> str:
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        parts = []
-        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            for row in con.execute(f'SELECT * FROM "{table}"'):
-                parts += [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in row]
-        return "\n".join(parts)
-    finally:
-        con.close()
-
-
 def _prefect_db() -> Path:
     from prefect.events.worker import EventsWorker
     from prefect.logging.handlers import APILogWorker
@@ -226,7 +214,7 @@ def _leaks(forms: set[str], *texts: str, roots: tuple[Path, ...] = ()) -> list[s
         if p.suffix == ".parquet":
             views.append(str(pq.read_table(p).to_pylist()))
         if data[:16] == b"SQLite format 3\x00":
-            views.append(_sqlite_text(p))
+            views.append(sqlite_text(p))
         if any(f in v for v in views for f in forms):
             found.append(str(p))
     return found

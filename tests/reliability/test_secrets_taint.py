@@ -42,6 +42,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from tests.reliability.helpers import sqlite_text
 from agents.testing.fake_roles import RoleScriptedServer
 
 ALNUM = string.ascii_letters + string.digits
@@ -133,19 +134,9 @@ def forms(*canaries: str) -> set[str]:
 # -- where bytes were written ------------------------------------------------------------------------
 def _sqlite_text(path: Path) -> str:
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
+        return sqlite_text(path)
+    except sqlite3.Error:      # (a database being written by a server still running)
         return ""
-    try:
-        parts = []
-        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
-            for row in con.execute(f'SELECT * FROM "{table}"'):
-                parts += [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v) for v in row]
-        return "\n".join(parts)
-    except sqlite3.Error:
-        return ""
-    finally:
-        con.close()
 
 
 def _prefect_roots() -> list[Path]:

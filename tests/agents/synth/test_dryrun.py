@@ -1,7 +1,8 @@
 from agents.config import EndpointConfig, LLMConfig, ModelPrice
 from agents.dryrun import dry_run
 from agents.synth.config import SynthConfig
-from agents.synth.run import ConvPlan, planned_workload
+from agents.synth.run import ConvPlan
+from agents.synth.workload import planned_workload
 
 CORPUS = {f"p{i}": {"title": "T", "text": f"Passage number {i}. " * 40} for i in range(6)}
 
