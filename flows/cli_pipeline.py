@@ -24,15 +24,20 @@ from storage.store import RunStore, StoreError, new_run_id
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-RUNNER_OPT = typer.Option(None, "--runner", help="default | dask: run the embedding batches (and `synthesize`'s "
-                                                 "batches, scale.dask_workers at a time) on a Dask cluster "
-                                                 "(prefect-dask; a local cluster unless --dask-address)")
+RUNNER_OPT = typer.Option(None, "--runner", help="default | dask | ray: run the embedding batches (and "
+                                                 "`synthesize`'s batches, scale.dask_workers / ray_workers at a "
+                                                 "time) on a Dask cluster (prefect-dask; a local cluster unless "
+                                                 "--dask-address) or "
+                                                 "on Ray (prefect-ray; a local instance unless --ray-address)")
 DASK_OPT = typer.Option(None, "--dask-address", help="scheduler address of a running Dask cluster, e.g. "
                                                      "tcp://10.0.0.5:8786 (implies --runner dask)")
+RAY_OPT = typer.Option(None, "--ray-address", help="address of a running Ray cluster, e.g. ray://10.0.0.5:10001 "
+                                                   "(implies --runner ray)")
 
 
-def _scale(runner: Optional[str], dask_address: Optional[str]) -> dict:
-    return {"scale.runner": runner or ("dask" if dask_address else None), "scale.dask_address": dask_address}
+def _scale(runner: Optional[str], dask_address: Optional[str], ray_address: Optional[str] = None) -> dict:
+    implied = "dask" if dask_address else "ray" if ray_address else None
+    return {"scale.runner": runner or implied, "scale.dask_address": dask_address, "scale.ray_address": ray_address}
 
 
 def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
@@ -107,8 +112,8 @@ def register(app: typer.Typer) -> None:
     @app.command(help="Embed the chunks of a run (cached by model + content hash).\n\nExample: mtr embed my-run")
     def embed(run: str = typer.Argument(...), config: Optional[Path] = CONFIG_OPT,
               batch_size: Optional[int] = typer.Option(None), runner: Optional[str] = RUNNER_OPT,
-              dask_address: Optional[str] = DASK_OPT):
-        cfg = _cfg(config, {"embed.batch_size": batch_size, **_scale(runner, dask_address)})
+              dask_address: Optional[str] = DASK_OPT, ray_address: Optional[str] = RAY_OPT):
+        cfg = _cfg(config, {"embed.batch_size": batch_size, **_scale(runner, dask_address, ray_address)})
         _run_and_report(resolve_run(run, cfg.runs_root), cfg, ["embed"], None)
 
     @app.command(help="kNN + greedy-traversal clusters and HDBSCAN topics.\n\nExample: mtr cluster my-run --size 8")
@@ -124,8 +129,9 @@ def register(app: typer.Typer) -> None:
     def build(input: Path = typer.Argument(...), run: Optional[str] = typer.Option(None),
               config: Optional[Path] = CONFIG_OPT, text_field: Optional[str] = typer.Option(None),
               id_field: Optional[str] = typer.Option(None), runner: Optional[str] = RUNNER_OPT,
-              dask_address: Optional[str] = DASK_OPT):
-        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field, **_scale(runner, dask_address)})
+              dask_address: Optional[str] = DASK_OPT, ray_address: Optional[str] = RAY_OPT):
+        cfg = _cfg(config, {"load.text_field": text_field, "load.id_field": id_field,
+                            **_scale(runner, dask_address, ray_address)})
         _run_and_report(_new_run_dir(cfg, run, "run"), cfg, ["curate", "chunk", "embed", "cluster"], str(input))
 
     @app.command(help="Synthesize a multi-turn benchmark (LangGraph agents) on a corpus or an existing run.\n\n"
@@ -141,6 +147,7 @@ def register(app: typer.Typer) -> None:
                    llm_config: Optional[Path] = typer.Option(None, help="LLM layer YAML; omitted = offline backend"),
                    text_field: Optional[str] = typer.Option(None), id_field: Optional[str] = typer.Option(None),
                    runner: Optional[str] = RUNNER_OPT, dask_address: Optional[str] = DASK_OPT,
+                   ray_address: Optional[str] = RAY_OPT,
                    llm_concurrency_limit: Optional[str] = typer.Option(
                        None, help="Prefect global concurrency limit held by each synthesis batch "
                                   "(create it first: prefect gcl create NAME --limit N)"),
@@ -154,7 +161,8 @@ def register(app: typer.Typer) -> None:
         cfg = _cfg(config, {"synth.turns": turns, "synth.conversations": conversations, "cluster.grouping": grouping,
                             "llm_config": str(llm_config) if llm_config else None,
                             "load.text_field": text_field, "load.id_field": id_field,
-                            "scale.llm_concurrency_limit": llm_concurrency_limit, **_scale(runner, dask_address),
+                            "scale.llm_concurrency_limit": llm_concurrency_limit,
+                            **_scale(runner, dask_address, ray_address),
                             "synth.gate.mode": gate, "self_audit.enabled": False if no_audit else None})
         if dry_run:
             from flows.synthesis import llm_config_for   # costly: prefect

@@ -39,23 +39,32 @@ class ScaleConfig(BaseModel):
     """Where the CPU-heavy spine stages and the synthesis batches run, and the global LLM guard for
     multi-worker runs.
 
-    Execution settings only: they never change an artifact (the Dask runner writes the same
+    Execution settings only: they never change an artifact (the Dask and Ray runners write the same
     tables and conversations as the default one), so no stage cache key or synthesis key depends on them.
     """
     model_config = ConfigDict(extra="forbid")
-    runner: Literal["default", "dask"] = Field("default", description="default: one process; dask: prefect-dask "
-                                                                      "DaskTaskRunner (embedding batches and synthesis "
-                                                                      "batches in parallel)")
+    runner: Literal["default", "dask", "ray"] = Field("default", description="default: one process; dask: "
+                                                      "prefect-dask DaskTaskRunner; ray: prefect-ray RayTaskRunner "
+                                                      "(embedding batches and synthesis batches in parallel)")
     dask_address: str | None = Field(None, description="scheduler of a running Dask cluster (tcp://host:8786); "
                                                        "default: a temporary LocalCluster")
     dask_workers: int = Field(2, ge=1, description="LocalCluster worker processes; synthesis batches in flight on "
                                                    "the Dask runner")
     dask_threads_per_worker: int = Field(1, ge=1, description="threads per LocalCluster worker")
+    ray_address: str | None = Field(None, description="address of a running Ray cluster (ray://host:10001 or "
+                                                      "host:6379); default: a local Ray instance for the run")
+    ray_workers: int = Field(2, ge=1, description="num_cpus of the local Ray instance; synthesis batches in "
+                                                  "flight on the Ray runner")
     embed_batch_chunks: int = Field(512, ge=1, description="chunks per parallel embedding task; a multiple of "
                                                            "8 x embed.batch_size gives bit-identical vectors")
     llm_concurrency_limit: str | None = Field(None, description="Prefect global concurrency limit held (1 slot) by "
                                                                 "each synthesis batch; create it first with "
                                                                 "`prefect gcl create NAME --limit N`")
+
+    @property
+    def workers(self) -> int:
+        """Batches in flight on this runner's workers (``ray_workers`` on Ray, else ``dask_workers``)."""
+        return self.ray_workers if self.runner == "ray" else self.dask_workers
 
 
 class SelfAuditConfig(BaseModel):

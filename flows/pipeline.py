@@ -7,7 +7,8 @@ results persist under ``<run>/cache/prefect``, so re-running an unchanged stage 
 hit. Flows need no server (ephemeral mode) and appear in the UI when PREFECT_API_URL is set.
 
 Scale-out (``scale.runner = "dask"``, ``mtr build --runner dask``): the flow runs on a
-prefect-dask ``DaskTaskRunner`` (a temporary LocalCluster, or ``scale.dask_address``) and,
+prefect-dask ``DaskTaskRunner`` (a temporary LocalCluster, or ``scale.dask_address``; ``--runner ray``:
+prefect-ray's ``RayTaskRunner``, a local Ray instance or ``scale.ray_address``) and,
 when the embed stage is going to run, first encodes the chunks missing from the embedding
 cache as parallel ``embed-batch`` tasks; the flow adds each batch to the cache, then the
 unchanged embed stage gathers every vector from it and writes the same ``embeddings`` table
@@ -158,10 +159,12 @@ def embed_batch_task(run_dir: str, config: dict, texts: list[str], index: int):
 
 
 def task_runner_for(cfg: MTRConfig):
-    """The flow's task runner for ``scale.runner``: None (Prefect's default) or a DaskTaskRunner."""
+    """The flow's task runner for ``scale.runner``: None (Prefect's default), a DaskTaskRunner or a RayTaskRunner."""
     s = cfg.scale
     if s.runner == "default":
         return None
+    if s.runner == "ray":
+        return _ray_runner(s.ray_address, s.ray_workers)
     try:
         from prefect_dask import DaskTaskRunner   # costly: dask (scale.runner = dask only)
     except ImportError as exc:  # pragma: no cover - prefect-dask is a pinned dependency
@@ -170,6 +173,20 @@ def task_runner_for(cfg: MTRConfig):
         return DaskTaskRunner(address=s.dask_address)
     return DaskTaskRunner(cluster_kwargs={"n_workers": s.dask_workers, "threads_per_worker": s.dask_threads_per_worker,
                                           "processes": True, "host": "127.0.0.1"})
+
+
+def _ray_runner(address: str | None, workers: int):
+    """prefect-ray's RayTaskRunner: on ``address``, else on a local Ray instance of ``workers`` CPUs that
+    the flow starts and stops (no dashboard, no usage stats); an instance this process already started
+    (``ray.init``) is used as it is."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")    # before ray is imported: nothing calls home
+    try:
+        from prefect_ray import RayTaskRunner     # costly: ray (scale.runner = ray only)
+    except ImportError:
+        raise ValueError("the ray runner needs prefect-ray (pip install 'mtr-suite[ray]')") from None
+    if address:
+        return RayTaskRunner(address=address)
+    return RayTaskRunner(init_kwargs={"num_cpus": workers, "include_dashboard": False})
 
 
 def _parallel(cfg: MTRConfig) -> bool:

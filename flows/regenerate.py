@@ -11,7 +11,10 @@
   ``LATEST`` is replaced atomically. A failed run leaves its partial version without a
   marker and ``LATEST`` still names the last good version;
 * a diff against the previous good version is written (``diff.json``, ``diff.md``): documents
-  added/removed, conversations regenerated, metric drift of the evaluated retrievers.
+  added/removed, conversations regenerated, metric drift of the evaluated retrievers;
+* ``output_root`` may be a bucket (``s3://bucket/prefix``): the version is built in a local staging
+  root, then published there through ``pyarrow.fs`` (:mod:`flows.version_bucket`), and the flow run
+  gets a link artifact (``benchmark-version``) to the version in the bucket.
 
 Parameters hold no secrets: the LLM endpoint is given by *name* (its key comes from the
 environment variable named in the LLM config, or a Prefect Secret block resolved on the worker).
@@ -25,6 +28,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
@@ -38,10 +42,10 @@ from flows.config import MTRConfig, load_config
 from flows.pipeline import run_spine_in_flow
 from flows.prefect_env import llm_flow_params, publish_markdown
 from flows.synthesis import synthesize_flow
+from flows.version_bucket import (LATEST, SUCCESS, good_versions_of, latest_of, publish_link, publish_version,
+                                  root_fs, staging_root)
+from storage.filesystems import is_remote
 from storage.store import RunStore
-
-SUCCESS = "_SUCCESS"
-LATEST = "LATEST"
 
 
 def corpus_hash(path: str | Path) -> str:
@@ -70,15 +74,13 @@ def version_id(cfg: MTRConfig, corpus: str | Path, date: str | None = None) -> s
 
 
 def good_versions(root: str | Path) -> list[str]:
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    return sorted(d.name for d in root.iterdir() if d.is_dir() and (d / SUCCESS).exists())
+    """Published versions under a local or ``s3://`` output root."""
+    return good_versions_of(root)
 
 
 def latest(root: str | Path) -> str | None:
-    p = Path(root) / LATEST
-    return p.read_text().strip() if p.exists() else None
+    """The version ``LATEST`` names under a local or ``s3://`` output root."""
+    return latest_of(root)
 
 
 def publish(root: str | Path, version: str) -> None:
@@ -99,9 +101,10 @@ def resolve_benchmark(path: str | Path) -> Path:
 
 
 def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, Any]:
-    """Documents added/removed, conversations regenerated, metric drift (new - old)."""
+    """Documents added/removed, conversations regenerated, metric drift (new - old); either version
+    may be local or in a bucket (``s3://...``)."""
     new = RunStore(str(new_dir))
-    out: dict[str, Any] = {"previous": Path(old_dir).name if old_dir else None, "current": Path(new_dir).name}
+    out: dict[str, Any] = {"previous": RunStore(str(old_dir)).run_id if old_dir else None, "current": new.run_id}
     if not old_dir:
         out["note"] = "first version: nothing to compare with"
         return out
@@ -118,11 +121,11 @@ def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, A
                 json.dumps([r["question"], r["answer"], r["gold_doc_ids"]]).encode())
         return {k: v.hexdigest() for k, v in h.items()}
 
-    def metrics(d: Path) -> dict[str, float]:
-        p = d / "eval" / "metrics.parquet"
-        if not p.exists():
+    def metrics(d: str | Path) -> dict[str, float]:
+        fs, base = root_fs(d)
+        if fs.get_file_info(f"{base}/eval/metrics.parquet").type != pafs.FileType.File:
             return {}
-        rows = pq.read_table(p).to_pylist()   # long format: retriever, measure, mean, ci...
+        rows = pq.read_table(f"{base}/eval/metrics.parquet", filesystem=fs).to_pylist()   # long format: retriever, measure, mean, ci...
         return {f"{r['retriever']}:{r['measure']}": float(r["mean"]) for r in rows
                 if r.get("measure") in ("ndcg_cut_5", "recall_5", "recall_20") and r.get("mean") is not None}
 
@@ -133,7 +136,7 @@ def version_diff(old_dir: str | Path | None, new_dir: str | Path) -> dict[str, A
     co, cn = convs(old), convs(new)
     out["conversations_regenerated"] = sorted(c for c in cn if co.get(c) != cn[c])
     out["conversations_unchanged"] = sum(1 for c in cn if co.get(c) == cn[c])
-    mo, mn = metrics(Path(old_dir)), metrics(Path(new_dir))
+    mo, mn = metrics(old_dir), metrics(new_dir)
     out["metric_drift"] = {k: round(mn[k] - mo[k], 6) for k in sorted(set(mo) & set(mn))}
     return out
 
@@ -181,8 +184,12 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
                          date: str | None = None) -> dict:
     """Build (or reuse) today's benchmark version, evaluate it, diff it, publish it."""
     logger = get_run_logger()
-    root = Path(output_root).resolve()
+    remote = is_remote(output_root)
+    if remote:
+        root_fs(output_root)          # a bad bucket URI fails here, before any stage runs
+    root = staging_root(output_root) if remote else Path(output_root).resolve()   # where the version is built
     root.mkdir(parents=True, exist_ok=True)
+    home = output_root.rstrip("/") if remote else str(root)                      # where versions are published
     overrides: dict[str, Any] = {"runs_root": str(root), "embed.cache_dir": str(root / ".cache" / "embeddings"),
                                  "llm_cache_dir": str(root / ".cache" / "llm")}
     if llm_config:
@@ -192,25 +199,37 @@ def regenerate_benchmark(corpus: str, output_root: str, config_file: str | None 
         logger.info("LLM endpoint: %s (key from its configured environment variable)", llm_endpoint)
     version = version_id(cfg, corpus, date)
     vdir = root / version
-    previous = latest(root)
+    previous = latest(home)
     logger.info("version %s (previous good: %s)", version, previous)
     spine = run_spine_in_flow(str(vdir), cfg, ["curate", "chunk", "embed", "cluster"], str(Path(corpus).resolve()))
     synth = synthesize_flow(run_dir=str(vdir), config=cfg.model_dump(mode="json"), run_name=version)
     ev = evaluate_retrievers(str(vdir), "ours", cfg.eval.retrievers, cfg.eval.query_modes, cfg.eval.depth,
                              benchmark_name=version)
-    prev_dir = root / previous if previous and previous != version and (root / previous / SUCCESS).exists() else None
-    if prev_dir is None and previous == version:
-        older = [v for v in good_versions(root) if v != version]
-        prev_dir = root / older[-1] if older else None
-    diff = version_diff(prev_dir, vdir)
+    diff = version_diff(_previous_version(home, previous, version), vdir)
     (vdir / "diff.json").write_text(json.dumps(diff, indent=2))
     (vdir / "diff.md").write_text(diff_markdown(diff))
     publish(root, version)
+    uri, link = str(vdir), None
+    if remote:
+        uri = publish_version(vdir, output_root, version)
+        link = publish_link(output_root, version)
+        logger.info("version %s published to %s", version, uri)
     cached = {s: r["cached"] for s, r in spine.items()}
     md = (f"# Regenerated `{version}`\n\nSpine stages cached: {cached}\n\n" + diff_markdown(diff)
-          + f"\n\nSynthesis: {synth['summary']}\n\nEvaluation report: `{ev['report']}`\n")
+          + f"\n\nSynthesis: {synth['summary']}\n\nEvaluation report: `{ev['report']}`\n"
+          + (f"\nPublished to the bucket: [{uri}]({link})\n" if link else ""))
     publish_markdown("regeneration", md, "benchmark regeneration")
-    return {"version": version, "dir": str(vdir), "spine_cached": cached, "synth": synth["summary"], "diff": diff}
+    return {"version": version, "dir": str(vdir), "uri": uri, "link": link, "spine_cached": cached,
+            "synth": synth["summary"], "diff": diff}
+
+
+def _previous_version(home: str, previous: str | None, version: str) -> str | None:
+    """The last good version before ``version`` under ``home`` (a local root or a bucket URI): the one
+    ``LATEST`` names, or when that is ``version`` itself (a rerun) the good one before it."""
+    good = [v for v in good_versions(home) if v != version]
+    if previous == version:
+        return f"{home}/{good[-1]}" if good else None
+    return f"{home}/{previous}" if previous in good else None
 
 
 @flow(name="audit-benchmark", flow_run_name="audit-{fmt}-{benchmark_name}")

@@ -9,8 +9,8 @@ own limits; a progress artifact shows conversations done / total, LLM calls, tok
 cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
 far is assembled and saved, and the reason is recorded in the manifest.
 
-On the Dask runner (``scale.runner = "dask"``, ``mtr synthesize --runner dask``) the batches run in
-parallel, ``scale.dask_workers`` at a time, each in a worker process with its own event loop (one
+On the Dask or Ray runner (``scale.runner = "dask"`` / ``"ray"``, ``mtr synthesize --runner dask``) the batches
+run in parallel, ``scale.workers`` at a time, each in a worker process with its own event loop (one
 process's loop is CPU-bound at high concurrency: ``benchmarks/synthesis.py``). The conversations,
 checkpoints and LLM cache are the same as on the default runner (the conversations are independent and
 seeded by id; the checkpoint database and the cache take concurrent writers; a remote worker needs the run
@@ -134,12 +134,12 @@ def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_
 
 
 def batches_at_once(cfg: MTRConfig) -> int:
-    """Synthesis batches in flight: ``scale.dask_workers`` when this flow runs on a task runner of worker
-    processes (``run_synthesis`` with ``scale.runner = "dask"``), else 1 (one after another in this process;
-    also when the flow runs as a subflow on the default thread pool)."""
+    """Synthesis batches in flight: ``scale.workers`` when this flow runs on a task runner of worker
+    processes (``run_synthesis`` with ``scale.runner = "dask"`` or ``"ray"``), else 1 (one after another in this
+    process; also when the flow runs as a subflow on the default thread pool)."""
     ctx = FlowRunContext.get()
     runner = getattr(ctx, "task_runner", None)
-    return cfg.scale.dask_workers if runner is not None and not isinstance(runner, ThreadPoolTaskRunner) else 1
+    return cfg.scale.workers if runner is not None and not isinstance(runner, ThreadPoolTaskRunner) else 1
 
 
 def _add_totals(acc: dict, totals: dict) -> dict:
