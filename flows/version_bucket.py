@@ -22,6 +22,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 import pyarrow.fs as pafs
 
+from storage.errors import StoreError
 from storage.filesystems import is_remote, local_cache_root, s3_filesystem
 
 SUCCESS = "_SUCCESS"
@@ -100,11 +101,16 @@ def publish_version(local_vdir: str | os.PathLike, output_root: str, version: st
     local = pafs.LocalFileSystem()
     dest = f"{base}/{version}"
     src = Path(local_vdir).resolve()
-    for rel in version_files(src):
-        pafs.copy_files(str(src / rel), f"{dest}/{rel}", source_filesystem=local, destination_filesystem=fs)
-    _write(fs, f"{dest}/{SUCCESS}", _dt.datetime.now(_dt.timezone.utc).isoformat())
-    _write(fs, f"{base}/{LATEST}", version + "\n")
-    return f"{output_root.rstrip('/')}/{version}"
+    uri = f"{output_root.rstrip('/')}/{version}"
+    try:
+        for rel in version_files(src):
+            pafs.copy_files(str(src / rel), f"{dest}/{rel}", source_filesystem=local, destination_filesystem=fs)
+        _write(fs, f"{dest}/{SUCCESS}", _dt.datetime.now(_dt.timezone.utc).isoformat())
+        _write(fs, f"{base}/{LATEST}", version + "\n")
+    except OSError as exc:      # unreachable endpoint, no such bucket, access denied: one line, LATEST unchanged
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StoreError(f"cannot publish version {version} to {uri}: {first}") from None
+    return uri
 
 
 def version_link(output_root: str, version: str) -> str:

@@ -91,6 +91,8 @@ def test_ray_runner_config():
     assert remote.address == "ray://10.0.0.5:10001"
     assert load_config(None, {"scale.runner": "ray", "scale.ray_workers": 3}).scale.workers == 3
     assert os.environ["RAY_USAGE_STATS_ENABLED"] == "0"
+    from flows.cli_pipeline import _scale
+    assert _scale(None, None, "ray://h:10001")["scale.runner"] == "ray"     # --ray-address implies --runner ray
 
 
 def test_ray_build_gives_identical_artifacts(spines):

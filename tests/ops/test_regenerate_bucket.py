@@ -31,6 +31,20 @@ def test_version_link_aws_console_or_endpoint_never_with_credentials(monkeypatch
         root_fs("s3://bench/nightly?endpoint_override=localhost:9000")
 
 
+def test_a_failed_publish_is_one_line_and_leaves_latest(tmp_path, s3_store, monkeypatch):
+    from flows.version_bucket import latest_of, publish_version
+    bucket, env = s3_store
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "diff.md").write_text("x")
+    with pytest.raises(StoreError) as err:
+        publish_version(tmp_path / "v1", "s3://no-such-bucket-mtr/nightly", "v1")
+    assert str(err.value).startswith("cannot publish version v1 to s3://no-such-bucket-mtr/nightly/v1: ")
+    assert "\n" not in str(err.value) and env["AWS_SECRET_ACCESS_KEY"] not in str(err.value)
+    assert latest_of("s3://no-such-bucket-mtr/nightly") is None
+
+
 def _config(tmp: Path) -> Path:
     text = (EXAMPLES / "demo.toml").read_text()
     text = re.sub(r"conversations = \d+", "conversations = 2", text)
