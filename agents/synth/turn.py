@@ -31,9 +31,10 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     focus = focus_passages(ctx.corpus, state, pool, min(ctx.cfg.focus_passages, n), pages,
                            getattr(ctx, "views", None), skip=misses)
     if focus and ctx.cfg.focus_related and len(focus) < n and getattr(ctx, "search", None) is not None:
-        hits = await _related_hits(ctx, page_name(ctx.corpus[focus[0]].get("title") or ""))
+        name = subject_name(ctx.corpus, focus[0])
+        hits = await _related_hits(ctx, name)
         focus += related_passages(ctx.corpus, state, focus, hits, min(ctx.cfg.focus_related, n - len(focus)),
-                                  skip=misses)
+                                  skip=misses, name=name)
     chosen = set(focus)
     rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
@@ -172,17 +173,32 @@ async def _related_hits(ctx: GraphContext, name: str) -> list[str]:
     return cache[name]
 
 
+def subject_name(corpus: dict[str, dict], doc_id: str) -> str:
+    """What a passage is about, as its text names it: its page's name (:func:`page_name` of the title), or for a
+    passage without a title (a forum answer, a ticket) its most salient concept (the offline concepts stage,
+    weighted against the corpus: :func:`word_idf`). "" for neither."""
+    doc = corpus[doc_id]
+    name = page_name(doc.get("title") or "")
+    if name:
+        return name
+    from agents.synth.offline.concepts import top     # costly: spaCy, only for untitled passages
+    c = top(doc["text"], "", word_idf(corpus))
+    return c.text if c is not None else ""
+
+
 def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str], hits: list[str], k: int,
-                     skip: int = 0) -> list[str]:
+                     skip: int = 0, name: str | None = None) -> list[str]:
     """Up to ``k`` passages of *other* pages that name the page of the previous gold (``focus[0]``) in their text,
     taken in the order of ``hits`` (the corpus search for that name): what a reader turns to next without leaving
-    the subject (from "Berlin Wall" to a passage of "History of Germany" about the wall). A passage already gold
-    in the conversation, or already a focus passage, is not taken; none when the page has no title. A one-word
+    the subject (from "Berlin Wall" to a passage of "History of Germany" about the wall). ``name``: the subject's
+    name (:func:`subject_name`, computed when not given), so an untitled passage relates through its main concept
+    (from a forum answer on "credit card debt" to others that name it). A passage already gold
+    in the conversation, or already a focus passage, is not taken; none for a passage with no name. A one-word
     name that is a name, not a common noun, is matched with its capital ("Friends" the series, not "friends").
     ``skip`` (the turn's selection misses, :func:`focus_passages`): the first ``skip * k`` such passages are
     passed over, from the start again when fewer are found."""
     ref = corpus[focus[0]]
-    name = page_name(ref.get("title") or "")
+    name = subject_name(corpus, focus[0]) if name is None else name
     if len(name) < 3 or k <= 0:
         return []
     used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}

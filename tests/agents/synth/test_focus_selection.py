@@ -139,8 +139,11 @@ def test_a_follow_up_is_shown_a_passage_of_another_page_that_names_the_page_it_i
     assert related_passages(REL_CORPUS, st, ["w1"], hits, 3) == ["h1", "h2"]          # names it across spacing
     st_used = {**_state(3, [_ok(1, ["h1"]), _ok(2, ["w1"])]), "pool": st["pool"]}
     assert related_passages(REL_CORPUS, st_used, ["w1"], hits, 1) == ["h2"]           # h1 was gold already
-    untitled = {**REL_CORPUS, "w1": {"title": "", "text": "The wall divided Berlin."}}
-    assert related_passages(untitled, st, ["w1"], hits, 1) == []
+    # an untitled passage (a forum answer) relates through its main concept: "wall", named by w2, s1 and h1
+    untitled = {**REL_CORPUS, "w1": {"title": "", "text": "The wall divided Berlin. The wall stood until 1989."}}
+    assert related_passages(untitled, st, ["w1"], hits, 3) == ["w2", "s1", "h1"]
+    nothing = {**REL_CORPUS, "w1": {"title": "", "text": "It did."}}              # no title, no concept: none
+    assert related_passages(nothing, st, ["w1"], hits, 3) == []
 
     asked: list[str] = []
 
