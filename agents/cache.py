@@ -20,6 +20,10 @@ stages the entry in memory (``get`` sees it at once, so no twin request goes out
 rows, every few milliseconds or calls, at the end of every ``map`` and at close. A kill
 loses only the staged entries, whose rows are lost with them, so those calls are asked
 again exactly once on a rerun and nothing is ever duplicated.
+
+Mirror (an object-store run, :class:`storage.run_files.ObjectMirror`): every committed entry is also
+written through to the store before ``put`` / ``flush`` return, so another machine resuming the run
+finds it there (:meth:`agents.session.LLMSession` fetches what its local folder lacks).
 """
 from __future__ import annotations
 
@@ -65,8 +69,10 @@ class CallCache:
             kill is safe either way).
     """
 
-    def __init__(self, root: str | os.PathLike, *, fsync: bool = True, group_commit: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike, *, fsync: bool = True, group_commit: bool = False,
+                 mirror: Any = None) -> None:
         self.root = Path(root)
+        self.mirror = mirror                     # write-through copy (an object-store run: storage.run_files)
         self._root = os.fspath(self.root)
         self.fsync = fsync
         self.group_commit = group_commit
@@ -123,6 +129,8 @@ class CallCache:
             return self.path(key)
         tmp = self._write_temp(key, data, fsync=self.fsync)
         os.replace(tmp, self._spath(key))
+        if self.mirror is not None:
+            self.mirror.push([(f"{key[:2]}/{key}.json", data)])
         return self.path(key)
 
     @property
@@ -142,6 +150,8 @@ class CallCache:
                 os.sync()                                   # one sync for the whole batch
             for tmp, final in temps:
                 os.replace(tmp, final)
+            if self.mirror is not None:                    # before the llm_calls rows that count these calls
+                self.mirror.push([(f"{key[:2]}/{key}.json", data) for key, data in batch])
             with self._lock:
                 for key, data in batch:
                     if self._staged.get(key) is data:       # unless re-staged meanwhile

@@ -53,6 +53,22 @@ def run_spend(store: RunStore, run_id: str) -> tuple[int, float]:
     return tokens, usd
 
 
+def _run_cache(config: LLMConfig, store: RunStore | None) -> CallCache | None:
+    """The cache ``config.cache`` asks for. An object-store run's own cache is in its local directory and
+    written through to ``<run>/cache/llm`` on the store; what the store has and this machine lacks (a lost
+    worker's calls) is fetched first, so no answered call is asked again."""
+    remote = store is not None and store.remote
+    d = config.cache.resolve_dir(store.local_dir() if remote else store.path if store is not None else None)
+    if d is None:
+        return None
+    mirror = None
+    if remote and not config.cache.dir and config.cache.scope != "shared":
+        from storage.run_files import ObjectMirror
+        mirror = ObjectMirror(store, "cache", "llm")
+        mirror.pull(d)
+    return CallCache(d, fsync=config.cache.fsync, group_commit=config.commit_interval_ms > 0, mirror=mirror)
+
+
 class LLMSession(ItemRunner):
     """One run's access to LLMs (see module docstring).
 
@@ -80,9 +96,7 @@ class LLMSession(ItemRunner):
         self.run_id = run_id or (self.store.run_id if self.store is not None else new_run_id("llm"))
         self.backend = backend
         if cache is _AUTO:
-            d = config.cache.resolve_dir(self.store.path if self.store is not None else None)
-            cache = CallCache(d, fsync=config.cache.fsync, group_commit=config.commit_interval_ms > 0) \
-                if d is not None else None
+            cache = _run_cache(config, self.store)
         self.cache = cache
         self.write_manifest = write_manifest
         self.print_summary = print_summary

@@ -22,7 +22,7 @@ Progress = Callable[[str, int, int], None]
 def default_cache_dir(store: RunStore, cfg) -> Path:
     if cfg.embed.cache_dir:
         return Path(cfg.embed.cache_dir)
-    return Path(store.path).parent / ".cache" / "embeddings"
+    return store.shared_local_dir(".cache", "embeddings")
 
 
 EMBED_BATCH_ROWS = 8192   # chunks read per batch by the embed stage (one row group in memory)

@@ -17,7 +17,10 @@ from evaluation.metrics import EvalResult, evaluate
 from retrieval import indexed_retriever
 from retrieval.queries import QueryBuilder
 from storage.benchmark import Benchmark, load_benchmark
+from storage.filesystems import is_remote
 from storage.formats import write_trec_run
+from storage.run_files import push_dir
+from storage.store import RunStore
 
 
 @dataclass
@@ -102,14 +105,22 @@ def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[st
     """Load a benchmark, run the retrievers, write TREC runs + the report folder.
 
     Returns ``(bench, BenchmarkEval, ReportFiles, out_dir)``. For ``ours`` the report goes to
-    ``<benchmark>/eval`` and dense embeddings are shared with the spine's cache.
+    ``<benchmark>/eval`` and dense embeddings are shared with the spine's cache. A run on an object store
+    (``s3://...``) is read from the store; its report is written in the run's local directory and then copied
+    to ``<run>/eval`` on the store (:func:`storage.run_files.push_dir`).
     """
     from evaluation.report import write_report   # costly: scipy
 
-    benchmark = Path(benchmark)
+    store = RunStore(str(benchmark)) if fmt == "ours" and is_remote(benchmark) else None
+    if store is None:
+        benchmark = Path(benchmark)
     bench = load_benchmark(benchmark, fmt, domain=domain)
-    out_dir = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
-    cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out_dir / "cache" / "embeddings"
+    if store is not None:
+        out_dir = Path(out) if out else store.local_dir("eval")
+        cache_dir = store.shared_local_dir(".cache", "embeddings")
+    else:
+        out_dir = Path(out) if out else (benchmark / "eval" if fmt == "ours" else Path("mtr-eval") / bench.name)
+        cache_dir = (benchmark.parent / ".cache" / "embeddings") if fmt == "ours" else out_dir / "cache" / "embeddings"
     ev = evaluate_benchmark(bench, retrievers, modes, depth=depth, index_dir=out_dir / "cache" / "bm25",
                             cache_dir=cache_dir, progress=progress, rewriter=rewriter)
     for key, run in ev.runs.items():
@@ -118,4 +129,6 @@ def evaluate_and_report(benchmark: str | Path, fmt: str, retrievers: Sequence[st
                          switch_positions=ev.switch_positions if fmt == "ours" else None)
     if ev.notes:
         (out_dir / "query_notes.json").write_text(json.dumps(ev.notes, indent=2))
+    if store is not None and not out:
+        push_dir(store, "eval")
     return bench, ev, files, out_dir

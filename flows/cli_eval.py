@@ -101,7 +101,8 @@ def register(app: typer.Typer) -> None:
         missing: str = typer.Option("zero", "--missing",
                                     help="Qrels queries absent from the run: 'zero' (score 0, keep in means) "
                                          "or 'skip' (leave out, like pytrec_eval)."),
-        benchmark: Optional[Path] = typer.Option(None, "--benchmark", help="Benchmark folder to run retrievers on."),
+        benchmark: Optional[str] = typer.Option(None, "--benchmark", help="Benchmark folder to run retrievers on "
+                                                                          "(a run of ours may be s3://bucket/prefix/run)."),
         retriever: list[str] = typer.Option([], "--retriever", help="Retriever to evaluate on --benchmark; repeatable."),
         query_mode: list[str] = typer.Option([], "--query-mode",
                                              help="Conversational query builder for --benchmark (last_turn, "
@@ -127,7 +128,7 @@ def register(app: typer.Typer) -> None:
             _evaluate_run_file(run, qrels, per_query, metric, k, missing)
             return
         if benchmark is not None:
-            run_benchmark_eval(benchmark, fmt, domain, retriever or ["bm25", "dense", "hybrid"],
+            run_benchmark_eval(benchmark if "://" in benchmark else Path(benchmark), fmt, domain, retriever or ["bm25", "dense", "hybrid"],
                                query_mode or ["last_turn"], depth, out, _rewriter_config(rewriter, llm_config))
             return
         raise UserError("nothing to evaluate: give --run RUN.trec --qrels QRELS.tsv")
@@ -148,7 +149,7 @@ def _rewriter_config(rewriter: str | None, llm_config: Path | None):
         raise UserError(str(exc)) from exc
 
 
-def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
+def run_benchmark_eval(benchmark: Path | str, fmt: str, domain: str | None, retrievers: list[str], modes: list[str],
                        depth: int, out: Path | None, rewriter=None) -> dict:
     """Run retrievers on a benchmark, print the table, write TREC runs and the report folder."""
     from evaluation.benchmark_eval import evaluate_and_report, summary_rows   # costly at CLI start-up: retrieval
@@ -164,5 +165,6 @@ def run_benchmark_eval(benchmark: Path, fmt: str, domain: str | None, retrievers
                 ["retriever", "query mode", "n", "nDCG@5", "R@5", "R@20", "MRR@10"], summary_rows(ev))
     for mode, note in ev.notes.items():
         console.print(f"{mode}: {note}")
-    console.print(f"report: {files.html}; TREC runs: {out_dir / 'runs'}")
+    where = f"{benchmark}/eval" if isinstance(benchmark, str) and "://" in benchmark and out is None else None
+    console.print(f"report: {files.html}; TREC runs: {out_dir / 'runs'}" + (f"; copied to {where}" if where else ""))
     return {"eval": ev, "out": out_dir}

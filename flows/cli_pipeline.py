@@ -19,7 +19,9 @@ from flows.cli_common import MAX_FAILURE_RATE_OPT, console, print_table, progres
 from flows.cli_eval import run_benchmark_eval
 from flows.config import MTRConfig, load_config
 from flows.prefect_env import quiet_expected_failures
+from storage.filesystems import is_remote
 from storage.locks import claim_run
+from storage.run_files import location, pull_dir, push_dir
 from storage.store import RunStore, StoreError, new_run_id
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="TOML/YAML config file (unknown keys are rejected)")
@@ -44,7 +46,7 @@ def _cfg(config: Optional[Path], overrides: dict) -> MTRConfig:
     return load_config(config, overrides)
 
 
-def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path: str | None) -> dict:
+def _run_and_report(run_dir: Path | str, cfg: MTRConfig, stages: list[str], input_path: str | None) -> dict:
     from flows.pipeline import preflight, run_spine   # costly: prefect
     expected = (UserError, StoreError, CorpusError, EmbeddingError, ValueError)
     try:
@@ -60,7 +62,7 @@ def _run_and_report(run_dir: Path, cfg: MTRConfig, stages: list[str], input_path
     return results
 
 
-def print_summary(run_dir: Path, results: dict) -> None:
+def print_summary(run_dir: Path | str, results: dict) -> None:
     rows = []
     for stage, r in results.items():
         s = r["summary"]
@@ -80,11 +82,27 @@ def print_summary(run_dir: Path, results: dict) -> None:
                   f"mtr query {run_dir} \"SELECT ...\")")
 
 
-def _new_run_dir(cfg: MTRConfig, run: Optional[str], prefix: str) -> Path:
+def run_path(run: str | Path) -> Path | str:
+    """A run directory as given: an object-store URI (``s3://bucket/prefix/run``) stays a string end to end
+    (a ``Path`` would turn it into a local folder ``s3:/...``), a local path is a ``Path``."""
+    return str(run) if is_remote(run) else Path(run)
+
+
+def _under_root(runs_root: str, run: str) -> Path | str:
+    return f"{str(runs_root).rstrip('/')}/{run}" if is_remote(runs_root) else Path(runs_root) / run
+
+
+def _absolute(run_dir: Path | str) -> str:
+    return str(run_dir) if is_remote(run_dir) else str(Path(run_dir).resolve())
+
+
+def _new_run_dir(cfg: MTRConfig, run: Optional[str], prefix: str) -> Path | str:
     if run:
+        if is_remote(run):
+            return run
         p = Path(run)
-        return p if (p.is_absolute() or p.parent != Path(".")) else Path(cfg.runs_root) / run
-    return Path(cfg.runs_root) / new_run_id(prefix)
+        return p if (p.is_absolute() or p.parent != Path(".")) else _under_root(cfg.runs_root, run)
+    return _under_root(cfg.runs_root, new_run_id(prefix))
 
 
 def register(app: typer.Typer) -> None:
@@ -138,7 +156,7 @@ def register(app: typer.Typer) -> None:
                       "Runs the spine first when needed (cached), then the synthesis flow, then the exports.\n\n"
                       "Example: mtr synthesize --corpus docs/ --out mtr-runs/bench --turns 8 --conversations 50")
     def synthesize(corpus: Optional[Path] = typer.Option(None, help="corpus path (omit to reuse --out's spine)"),
-                   out: Path = typer.Option(..., help="run directory of the benchmark"),
+                   out: str = typer.Option(..., help="run directory of the benchmark (or s3://bucket/prefix/run)"),
                    config: Optional[Path] = CONFIG_OPT,
                    turns: Optional[int] = typer.Option(None, help="T: turns per conversation (default 12)"),
                    conversations: Optional[int] = typer.Option(None, help="number of conversations (default: all clusters)"),
@@ -164,6 +182,7 @@ def register(app: typer.Typer) -> None:
                             "scale.llm_concurrency_limit": llm_concurrency_limit,
                             **_scale(runner, dask_address, ray_address),
                             "synth.gate.mode": gate, "self_audit.enabled": False if no_audit else None})
+        out = run_path(out)
         if dry_run:
             from flows.synthesis import llm_config_for   # costly: prefect
             llm_config_for(cfg)   # a missing or invalid --llm-config fails before the spine runs
@@ -182,17 +201,21 @@ def register(app: typer.Typer) -> None:
         console.print("[bold]MTR-Suite demo[/bold] on examples/wiki with the embedded offline defaults "
                       "(bundled MiniLM embeddings; [bold]offline backend[/bold] for every agent: no network, "
                       "no LLM endpoint).")
-        out = Path(cfg.runs_root) / run
+        out = _under_root(cfg.runs_root, run)
         run_synthesis_cmd(out, cfg, EXAMPLES / "wiki")
-        res = run_benchmark_eval(out.resolve(), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes,
+        res = run_benchmark_eval(run_path(_absolute(out)), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes,
                                  cfg.eval.depth, None)
-        if add_difficulty_to_card(out / "export" / "README.md", res["eval"]):
-            console.print(f"dataset card: {out / 'export' / 'README.md'} (with the retrievers' difficulty per turn)")
+        store = RunStore(str(out))
+        card = pull_dir(store, "export") / "README.md" if store.remote else out / "export" / "README.md"
+        if add_difficulty_to_card(card, res["eval"]):
+            push_dir(store, "export")
+            console.print(f"dataset card: {location(store, 'export', 'README.md') if store.remote else card} "
+                          "(with the retrievers' difficulty per turn)")
         console.print("[yellow]Offline backend: questions come from rule-based parsing of the passages (no LLM), "
                       "so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")
 
 
-def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
+def run_synthesis_cmd(out: Path | str, cfg: MTRConfig, corpus: Optional[Path],
                       max_failure_rate: Optional[float] = None) -> dict:
     """Spine (when ``corpus``) + synthesis; exits 2 (one line) when every LLM call failed or more
     than ``max_failure_rate`` of them (:mod:`agents.outcome`), else prints their summary."""
@@ -206,7 +229,7 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
                 _run_and_report(out, cfg, ["curate", "chunk", "embed", "cluster"], str(corpus))
             started = datetime.datetime.now(datetime.timezone.utc)
             with quiet_expected_failures(UserError, LLMError, ValueError, StoreError), progress_bars():
-                res = run_synthesis(str(out.resolve()), cfg)
+                res = run_synthesis(_absolute(out), cfg)
     except UserError:
         raise
     except (LLMError, ValueError, StoreError) as exc:
@@ -220,7 +243,7 @@ def run_synthesis_cmd(out: Path, cfg: MTRConfig, corpus: Optional[Path],
         print_table(f"Synthesis ({s['backend']} backend)", ["statistic", "value"], list(s.items()))
         if res.get("stopped"):
             console.print(f"[red]stopped early:[/red] {res['stopped']} (everything so far is saved; re-run to resume)")
-        console.print(f"benchmark exports: {res['export']['export_dir']}")
+        console.print(f"benchmark exports: {res['export'].get('location') or res['export']['export_dir']}")
         print_self_audit(res)
         report_outcome(outcome)
     outcome.check(max_failure_rate)
@@ -248,7 +271,7 @@ def print_self_audit(res: dict) -> None:
                   f"report {audit.get('out_dir')}/report.html")
 
 
-def synthesis_dry_run(out: Path, cfg: MTRConfig) -> None:
+def synthesis_dry_run(out: Path | str, cfg: MTRConfig) -> None:
     """Estimate the synthesis workload offline (prompt sizes from the real passages)."""
     from agents.synth.run import load_plan_inputs, plan_conversations   # costly: langgraph
     from agents.synth.workload import planned_workload

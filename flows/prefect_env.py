@@ -49,14 +49,15 @@ def llm_from_flow_params(llm_config: str | None, llm_digest: str | None) -> LLMC
 @contextmanager
 def prefect_run_settings(run_dir: str | Path | None = None) -> Iterator[None]:
     """Settings for one flow run: no heartbeat thread (a cost on short flows) and, with
-    ``run_dir``, task results persisted inside the run under ``cache/prefect``."""
+    ``run_dir``, task results persisted inside the run under ``cache/prefect`` (an object-store run: in its
+    local directory on this machine)."""
     from prefect.settings import (PREFECT_FLOWS_HEARTBEAT_FREQUENCY, PREFECT_RESULTS_LOCAL_STORAGE_PATH,  # costly: prefect
                                   temporary_settings)
     install_orphan_guard()  # a temporary server dies with this process, even on kill -9
     updates: dict = {PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
     if run_dir is not None:
-        storage = Path(run_dir) / "cache" / "prefect"
-        storage.mkdir(parents=True, exist_ok=True)
+        from storage.store import RunStore
+        storage = RunStore(str(run_dir)).local_dir("cache", "prefect")
         updates[PREFECT_RESULTS_LOCAL_STORAGE_PATH] = storage
     with temporary_settings(updates=updates):
         yield

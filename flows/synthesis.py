@@ -9,6 +9,12 @@ own limits; a progress artifact shows conversations done / total, LLM calls, tok
 cost so far. A budget stop ends the run cleanly: later batches do not start, everything so
 far is assembled and saved, and the reason is recorded in the manifest.
 
+A run on an object store (``s3://``) keeps the checkpoint database and the LLM cache on each machine's disk:
+the checkpoints are published at every batch boundary and merged back before a batch or a read of the states
+(:mod:`storage.sqlite_sync`), the LLM cache is written through (:class:`storage.run_files.ObjectMirror`), and the
+exports folder is pushed once written (:func:`storage.run_files.push_dir`), so workers need no shared disk and a
+worker lost mid-batch costs the graph steps since its last batch boundary, never an answered LLM call.
+
 On the Dask or Ray runner (``scale.runner = "dask"`` / ``"ray"``, ``mtr synthesize --runner dask``) the batches
 run in parallel, ``scale.workers`` at a time, each in a worker process with its own event loop (one
 process's loop is CPU-bound at high concurrency: ``benchmarks/synthesis.py``). The conversations,
@@ -55,6 +61,8 @@ from flows.progress import report
 from retrieval.queries import QueryBuilder
 from storage.benchmark import load_benchmark
 from storage.exports import export_benchmark
+from storage.run_files import location, pull_dir, push_dir
+from storage.sqlite_sync import pull_sqlite, push_sqlite
 from storage.store import RunStore
 
 
@@ -109,7 +117,7 @@ def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_
     """One batch of the plans made by :func:`prepare_task` (the corpus and the persisted
     uniqueness index are opened once per process and shared by the batches). ``budget_share``:
     this batch's allowance when batches run in parallel (the run's caps otherwise)."""
-    from agents.synth.run import ConvPlan, load_corpus, synthesize_batch   # costly: langgraph
+    from agents.synth.run import ConvPlan, checkpoint_db, load_corpus, synthesize_batch   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     if not store.has_table("chunks"):
@@ -122,10 +130,20 @@ def synth_batch(run_dir: str, config: dict, plans: list[dict], key: str, corpus_
     llm = llm_config_for(cfg)
     if budget_share is not None:
         llm = llm.model_copy(update={"budget": BudgetConfig.model_validate(budget_share)})
-    with llm_slot(cfg):
-        out = synthesize_batch(store, chosen, corpus, llm, cfg.synth, search,
-                               progress=lambda n: report("synthesize", n, total), key=key,
-                               seed_budget=budget_share is None)
+    db = checkpoint_db(store)
+    pull_sqlite(store, db)      # an object-store run: what other (or lost) workers checkpointed, up to their last batch
+    try:
+        with llm_slot(cfg):
+            out = synthesize_batch(store, chosen, corpus, llm, cfg.synth, search,
+                                   progress=lambda n: report("synthesize", n, total), key=key,
+                                   seed_budget=budget_share is None)
+    except BaseException:
+        try:
+            push_sqlite(store, db)
+        except Exception:  # noqa: BLE001 - the batch's own error is the one to report
+            pass
+        raise
+    push_sqlite(store, db)      # the batch boundary: this worker's checkpoints to the store
     done = sum(1 for s in out["states"].values() if s.get("done"))
     stopped = out["stopped"]
     if stopped and budget_share is not None:
@@ -236,11 +254,15 @@ def self_audit_task(run_dir: str, config: dict, card: str | None, stopped: str |
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     a = cfg.self_audit
+    if card and store.remote:      # this process may not be the one that wrote the exports
+        card = str(pull_dir(store, "export") / "README.md")
     result = self_audit_or_reason(run_dir, llm_config_for(cfg), judges=a.judges,
                                   llm_judges=a.llm_judges and not stopped,
                                   options={"sample": a.sample, "reverse_pass": a.reverse_pass,
                                            "embedding_cache": str(default_cache_dir(store, cfg))})
     write_audit_section(card, result)
+    if card:
+        push_dir(store, "export")
     return result
 
 
@@ -248,12 +270,13 @@ def complete_rounds(run_dir: str, config: dict, prep: dict, run_round) -> dict:
     """The planned conversations, then rounds of spares for the short ones (:mod:`agents.synth.replace`).
     ``run_round(plans)`` runs one round's plans (dicts) as batches and returns the budget stop reason or None."""
     from agents.synth.replace import complete_conversations, replacement_cap   # costly: langgraph
-    from agents.synth.run import ConvPlan, read_states
+    from agents.synth.run import ConvPlan, checkpoint_db, read_states
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
 
     def run(plans: list) -> tuple[dict, str | None]:
         stopped = run_round([asdict(p) for p in plans])
+        pull_sqlite(store, checkpoint_db(store))     # batches of other worker processes (an object-store run)
         return read_states(store, plans, prep["key"]), stopped   # the batches' checkpoints only
 
     plans = [ConvPlan.from_dict(p) for p in prep["plans"]]
@@ -264,17 +287,19 @@ def complete_rounds(run_dir: str, config: dict, prep: dict, run_round) -> dict:
 
 @task(name="assemble-and-export", cache_policy=NO_CACHE, tags=["mtr", "stage:export"])
 def assemble_task(run_dir: str, config: dict, plans: list[dict], key: str, completion: dict | None = None) -> dict:
-    from agents.synth.run import ConvPlan, assemble, read_states   # costly: langgraph
+    from agents.synth.run import ConvPlan, assemble, checkpoint_db, read_states   # costly: langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     chosen = [ConvPlan.from_dict(p) for p in plans]
+    pull_sqlite(store, checkpoint_db(store))
     summary = assemble(store, chosen, read_states(store, chosen, key), cfg.synth,   # the batches' checkpoints only
                        completion=completion)
     exp = export_benchmark(store, minutes_per_turn=cfg.synth.minutes_per_turn_human,
                            hourly_usd=cfg.synth.human_hourly_usd, query_texts=export_query_texts,
                            human_cost_source=cfg.synth.human_cost_source,
                            card_sections=card_sections(store, cfg.synth) + quality_sections(store, cfg))
-    return {"summary": summary, "export": exp}
+    push_dir(store, "export")        # an object-store run: the exports folder to the store
+    return {"summary": summary, "export": {**exp, "location": location(store, "export")}}
 
 
 @flow(name="mtr-synthesize", flow_run_name="synthesize-{run_name}")

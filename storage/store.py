@@ -136,8 +136,8 @@ class RunStore:
     def local_dir(self, *parts: str) -> Path:
         """A local directory of the run (caches, indexes, checkpoint databases): inside a local
         run directory, and for an object-store run a directory on this machine's disk under
-        :func:`local_cache_root`, keyed by the run's URI (see :meth:`push_local` to copy one
-        to the store)."""
+        :func:`local_cache_root`, keyed by the run's URI (:mod:`storage.run_files` copies a
+        folder to the store and back, :mod:`storage.sqlite_sync` a database)."""
         if self.remote:
             key = hashlib.sha256(self.path.encode("utf-8")).hexdigest()[:12]
             p = local_cache_root() / f"{self.run_id}-{key}"
@@ -146,6 +146,13 @@ class RunStore:
             p = Path(self._p(*parts))
         p.mkdir(parents=True, exist_ok=True)
         return p
+
+    def shared_local_dir(self, *parts: str) -> Path:
+        """A local directory shared with the runs beside this one (the embedding cache): under the runs
+        root of a local run, under :func:`local_cache_root` for an object-store run (not created here)."""
+        if self.remote:
+            return local_cache_root().joinpath(*parts)
+        return Path(self.path).parent.joinpath(*parts)
 
     @staticmethod
     def _check_name(name: str) -> None:

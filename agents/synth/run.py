@@ -277,6 +277,12 @@ def gate_code_hash() -> str:
     return _source_hash([Path(__file__).parent / f for f in ("gate.py", "gate_text.py")])
 
 
+def checkpoint_db(store: RunStore) -> Path:
+    """The run's checkpoint database: on this machine's disk (an object-store run syncs it with the store at
+    batch boundaries, :mod:`storage.sqlite_sync`)."""
+    return store.local_dir("cache") / "synth_checkpoints.sqlite"
+
+
 def thread_id(plan: ConvPlan, key: str) -> str:
     """The checkpoint thread of a conversation: its id, a hash of its plan and the run's
     :func:`synthesis_key` (see module docstring)."""
@@ -287,7 +293,7 @@ def thread_id(plan: ConvPlan, key: str) -> str:
 async def _synthesize_batch_async(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,
                            search, progress: Callable[[int], None] | None = None,
                            key: str | None = None, seed_budget: bool = True) -> dict[str, Any]:
-    db = store.local_dir("cache") / "synth_checkpoints.sqlite"
+    db = checkpoint_db(store)
     key = key or synthesis_key(corpus, llm_cfg, cfg)
     stopped: str | None = None
     async with GroupCommitSqliteSaver.from_conn_string(str(db)) as saver, LLMSession(llm_cfg, store=store, seed_budget=seed_budget) as llm:
@@ -356,7 +362,7 @@ def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, d
 def read_states(store: RunStore, plans: list[ConvPlan], key: str) -> dict[str, dict]:
     """Final (or latest) checkpointed state of each planned conversation under the run's
     :func:`synthesis_key` ``key`` (checkpoints of other settings are not read)."""
-    db = store.local_dir("cache") / "synth_checkpoints.sqlite"
+    db = checkpoint_db(store)
 
     async def main() -> dict[str, dict]:
         out: dict[str, dict] = {}

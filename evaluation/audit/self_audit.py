@@ -22,6 +22,7 @@ from evaluation.audit.config import AuditConfig, variant_name
 from evaluation.audit.judges import heuristic_judges, resolve_judges
 from evaluation.audit.run import run_audit
 from storage.benchmark import load_benchmark
+from storage.run_files import location, push_dir
 from storage.store import RunStore
 
 AUDIT_DIR = "audit"             # <run>/audit: the self-audit's own run directory
@@ -67,15 +68,15 @@ def run_self_audit(run_dir: str | Path, llm_config: LLMConfig | None = None, *, 
     store = RunStore(str(run_dir))
     bench = load_benchmark(store.path, "ours")
     specs = self_audit_judges(llm_config, judges, llm_judges)
-    base = {"judges": [j.to_dict() for j in specs], "out_dir": str(Path(store.path) / AUDIT_DIR),
+    work = str(store.local_dir(AUDIT_DIR))   # <run>/audit; an object-store run's is local, pushed to the store at the end
+    base = {"judges": [j.to_dict() for j in specs], "out_dir": location(store, AUDIT_DIR),
             "synthesis_cost": _calls_cost(store), "turns": len(bench.turns)}
     if not bench.turns:
-        result = {**base, "skipped": "no accepted turn to audit", "summary": [], "cost": _calls_cost(RunStore(
-            base["out_dir"]))}
+        result = {**base, "skipped": "no accepted turn to audit", "summary": [], "cost": _calls_cost(RunStore(work))}
         store.write_manifest(self_audit={k: v for k, v in result.items() if k != "summary"})
         return result
     t0 = time.perf_counter()
-    res = run_audit(bench, specs, out=base["out_dir"], llm_config=llm_config, config=config or AuditConfig())
+    res = run_audit(bench, specs, out=work, llm_config=llm_config, config=config or AuditConfig())
     wall = round(time.perf_counter() - t0, 2)
     rows = [dict(r, benchmark=bench.name) for r in res.summary]
     store.write_table("self_audit", schemas.table("audit_summary", rows), schemas.AUDIT_SUMMARY)
@@ -83,9 +84,10 @@ def run_self_audit(run_dir: str | Path, llm_config: LLMConfig | None = None, *, 
     ensemble = {variant_name(r["metric"], r["variant"]): {k: r[k] for k in ("mean", "ci_low", "ci_high", "n")}
                 for r in rows if r["judge"] == "ensemble"}
     result = {**base, "skipped": None, "summary": rows, "ensemble": ensemble, "excluded_self": excluded,
-              "offline_judges": [j.name for j in specs if j.heuristic], "cost": _calls_cost(RunStore(base["out_dir"])),
+              "offline_judges": [j.name for j in specs if j.heuristic], "cost": _calls_cost(RunStore(work)),
               "wall_s": wall, "report": str(res.files.get("html") or ""),
               "config": res.config.model_dump(mode="json")}
+    push_dir(store, AUDIT_DIR)
     store.write_manifest(self_audit={k: v for k, v in result.items() if k != "summary"})
     return result
 

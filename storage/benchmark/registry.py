@@ -48,10 +48,14 @@ def load_benchmark(path: str | Path, format: str, domain: str | None = None, spl
         StoreError: the path does not exist, the format is unknown, or a source file is
             malformed (:class:`~storage.formats.FormatError`).
     """
+    loader = LOADERS.get(format)
+    if "://" in str(path) and format == "ours":     # a run on an object store: read through its RunStore
+        if loader is None:
+            raise StoreError(f"unknown benchmark format {format!r}; use {', '.join(iter_formats())}")
+        return loader(str(path), domain, split)
     p = Path(path)
     if not p.exists():
         raise StoreError(f"benchmark path {p} does not exist")
-    loader = LOADERS.get(format)
     if loader is None:
         raise StoreError(f"unknown benchmark format {format!r}; use {', '.join(iter_formats())}")
     return loader(p, domain, split)
