@@ -331,7 +331,7 @@ def test_dask_workers_without_shared_disk_equal_default_runner(s3, tmp_path, sha
         dirs = c.run(os.getcwd)
     assert len(set(dirs.values())) == 2 and str(tmp_path) not in dirs.values()
     cfg = _config(tmp_path, shared_emb_cache, batch_size=1)
-    base, par = f"{root}/default", f"{root}/dask"
+    base, par = f"{root}/default/bench", f"{root}/dask/bench"   # one run id: llm_calls rows carry it
     for out, extra in ((base, []), (par, ["--dask-address", address])):
         res = CliRunner().invoke(app, ["synthesize", "--corpus", str(WIKI), "--out", out, "-c", str(cfg),
                                        "--conversations", "3", "--turns", "2", "--no-audit", *extra])
