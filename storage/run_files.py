@@ -47,11 +47,6 @@ def location(store: RunStore, *parts: str) -> str:
     return str(Path(store.path).joinpath(*parts))
 
 
-def work_dir(store: RunStore, *parts: str) -> Path:
-    """The local folder a writer fills (the run's own folder on a local run)."""
-    return store.local_dir(*parts)
-
-
 def _skip(rel: str) -> bool:
     return any(p == "cache" or p.startswith(".") for p in rel.split("/"))
 
