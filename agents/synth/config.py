@@ -141,8 +141,9 @@ class SynthConfig(BaseModel):
         "of: people ask several questions of one article; False = the cluster pool only"))
     focus_related: int = Field(1, ge=0, description=(
         "of the shown passages on a follow-up turn, how many (after the focus passages) are passages of other "
-        "pages that name the previous gold's page in their text, found by the corpus search: a conversation "
-        "moves on to a related article without leaving its subject, as people's do; 0 = none"))
+        "pages that name the previous gold's page in their text (its title's name; for an untitled passage its "
+        "most salient concept), found by the corpus search: a conversation moves on to a related article without "
+        "leaving its subject, as people's do; 0 = none"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.06, ge=0, le=1, description=(
         "share of turns asked to be unanswerable (people's conversational benchmarks hold about 6%)"))
