@@ -76,7 +76,7 @@ def print_summary(run_dir: Path | str, results: dict) -> None:
     store = RunStore(str(run_dir))
     man = store.read_manifest()
     print_table("Artifacts", ["table", "rows", "file"],
-                [(n, s["rows"], store.table_path(n) if s["files"] == 1 else f"{store.path}/{n}/")
+                [(n, s["rows"], location(store, f"{n}.parquet") if s["files"] == 1 else f"{store.path}/{n}/")
                  for n, s in man.get("tables", {}).items()])
     console.print(f"Run directory: [bold]{run_dir}[/bold]  (inspect: mtr runs show {run_dir}; "
                   f"mtr query {run_dir} \"SELECT ...\")")
