@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from embedding import encoder
 from embedding.encoder import batch_size_for, model_id, resolve_device
 from embedding.store import EmbeddingCache
+from storage import shared_cache
 from storage.schemas import embeddings_schema
 from storage.store import RunStore
 
@@ -20,9 +21,18 @@ Progress = Callable[[str, int, int], None]
 
 
 def default_cache_dir(store: RunStore, cfg) -> Path:
+    """The embedding cache's local folder: ``embed.cache_dir``, or for an ``s3://`` one its local mirror with the
+    store's parts pulled in (:func:`storage.shared_cache.pull`; :func:`publish_cache` pushes new parts back), else
+    the runs root's shared cache."""
     if cfg.embed.cache_dir:
-        return Path(cfg.embed.cache_dir)
+        return shared_cache.pull(cfg.embed.cache_dir)
     return store.shared_local_dir(".cache", "embeddings")
+
+
+def publish_cache(cfg) -> None:
+    """Copy the parts this machine added to an ``s3://`` ``embed.cache_dir`` (no-op for a local cache)."""
+    if cfg.embed.cache_dir:
+        shared_cache.push(cfg.embed.cache_dir)
 
 
 EMBED_BATCH_ROWS = 8192   # chunks read per batch by the embed stage (one row group in memory)
@@ -86,6 +96,7 @@ def embed(store: RunStore, cfg, progress: Progress | None = None, batch_rows: in
     if todo_h:
         encode_block(len(todo_h))
     cache.compact(mid, parts)
+    publish_cache(cfg)
 
     dim: int | None = None
     with store.table_writer("embeddings", None) as out:   # pass 2
@@ -165,3 +176,4 @@ def embed_batch(texts: list[str], cfg) -> np.ndarray:
 def embed_store_batch(store: RunStore, cfg, hashes: list[str], vectors: np.ndarray) -> None:
     """Add one batch's vectors to the shared embedding cache (``embed`` then reads them back)."""
     EmbeddingCache(default_cache_dir(store, cfg)).add(model_id(cfg.embed.model), hashes, vectors)
+    publish_cache(cfg)

@@ -32,7 +32,9 @@ class EmbedConfig(BaseModel):
     model: str | None = Field(None, description="sentence-transformers model dir; default: bundled MiniLM")
     batch_size: int | None = Field(None, ge=1, description="default by device: 64 on CPU, 256 on CUDA")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: CUDA when torch sees a GPU")
-    cache_dir: str | None = Field(None, description="shared embedding cache; default <runs_root>/.cache/embeddings")
+    cache_dir: str | None = Field(None, description="shared embedding cache (a path, or s3://bucket/prefix: "
+                                     "mirrored on this machine, new parts pushed after each stage); default "
+                                     "<runs_root>/.cache/embeddings")
 
 
 class ScaleConfig(BaseModel):
