@@ -29,15 +29,16 @@ _THREADS = 8
 
 
 @contextmanager
-def store_errors(store: RunStore) -> Iterator[None]:
-    """An ``OSError`` of the store (down, access denied) as the one-line :class:`StoreError` of the run."""
+def store_errors(store: RunStore, what: str | None = None) -> Iterator[None]:
+    """An ``OSError`` of the store (down, access denied) as the one-line :class:`StoreError` of the run
+    (``what``: what the line names instead of the run's URI)."""
     try:
         yield
     except (FileNotFoundError, StoreError):
         raise
     except OSError as exc:
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
-        raise StoreError(f"object store error on {store.path}: {first}") from None
+        raise StoreError(f"object store error on {what or store.path}: {first}") from None
 
 
 def location(store: RunStore, *parts: str) -> str:
@@ -124,9 +125,10 @@ class ObjectMirror:
     cache of an object-store run: one object per content-addressed entry), and the entries a local
     folder lacks fetched back (:meth:`pull`), so a fresh machine resuming the run repeats no LLM call."""
 
-    def __init__(self, store: RunStore, *parts: str) -> None:
+    def __init__(self, store: RunStore, *parts: str, what: str | None = None) -> None:
         self.store = store
         self.prefix = store._p(*parts)
+        self.what = what        # what an error line names (default: the run's URI)
 
     def __repr__(self) -> str:
         return f"ObjectMirror({location(self.store)!r})"
@@ -136,17 +138,26 @@ class ObjectMirror:
         items = list(items)
         if not items:
             return
-        with store_errors(self.store):
+        with store_errors(self.store, self.what):
             if len(items) == 1:
                 _put(self.store, f"{self.prefix}/{items[0][0]}", items[0][1])
                 return
             with ThreadPoolExecutor(min(_THREADS, len(items))) as pool:
                 list(pool.map(lambda kv: _put(self.store, f"{self.prefix}/{kv[0]}", kv[1]), items))
 
+    def push_new(self, local_root: str | os.PathLike) -> int:
+        """Write every entry of ``local_root`` that the store lacks (hidden files and ``cache/`` folders
+        stay local); returns how many."""
+        local = _local_files(Path(local_root))
+        with store_errors(self.store, self.what):
+            missing = set(local) - set(_remote_files(self.store, self.prefix))
+        self.push((rel, local[rel].read_bytes()) for rel in sorted(missing))
+        return len(missing)
+
     def pull(self, local_root: str | os.PathLike) -> int:
         """Fetch every entry of the store that ``local_root`` lacks; returns how many."""
         root = Path(local_root)
-        with store_errors(self.store):
+        with store_errors(self.store, self.what):
             remote = _remote_files(self.store, self.prefix)
             missing = [(rel, i) for rel, i in remote.items() if not (root / rel).is_file()]
 
