@@ -20,12 +20,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,20 +31,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def start_moto() -> tuple[subprocess.Popen, str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    ep = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"{ep}/moto-api/", timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    urllib.request.urlopen(urllib.request.Request(f"{ep}/bench", method="PUT"), timeout=10).close()
-    return proc, ep
+    from tests.moto_server import start_moto as start     # the tests' S3 server (moto), one bucket
+    return start(bucket="bench")
 
 
 def copy_run(src: str, dst: str) -> None:

@@ -46,39 +46,11 @@ def s3_store(tmp_path_factory):
     one bucket, stopped after the session. Yields ``(bucket_url, env)``: ``s3://mtr-test`` and
     the variables that point the AWS clients at it (``AWS_ENDPOINT_URL``, fake credentials,
     region); the fixture does not set them, a test sets them with ``monkeypatch``."""
-    import socket
-    import subprocess
-    import sys
-    import time
-    import urllib.request
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                                stdout=out, stderr=subprocess.STDOUT)
-    endpoint = f"http://127.0.0.1:{port}"
+    from tests.moto_server import start_moto, stop
+    proc, endpoint = start_moto(bucket="mtr-test", log=tmp_path_factory.mktemp("moto") / "server.log")
     env = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
            "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
     try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                raise RuntimeError(f"moto_server exited: {log.read_text()[-2000:]}")
-            try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"moto_server did not start on port {port}")
-        req = urllib.request.Request(f"{endpoint}/mtr-test", method="PUT")
-        urllib.request.urlopen(req, timeout=10).close()        # create the bucket
         yield "s3://mtr-test", env
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)

@@ -8,11 +8,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from storage.store import RunStore
+from tests.moto_server import free_port, start_moto
 
 ROOT = Path(__file__).resolve().parents[2]
 WIKI = ROOT / "examples" / "wiki"
@@ -29,12 +28,6 @@ WIKI = ROOT / "examples" / "wiki"
 #   id per call, so that rows of killed and resumed runs are never confused);
 # every other column of every table must be equal row for row.
 VOLATILE = {"llm_calls": {"created_at", "latency_s", "call_id"}}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _env(tmp_path: Path, env: dict, cache: str) -> dict:
@@ -255,23 +248,12 @@ def test_two_writers_on_one_s3_run_get_the_lock_error(s3, tmp_path):
 
 
 def _moto(port: int, log: Path) -> subprocess.Popen:
-    with open(log, "ab") as fh:
-        p = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                             stdout=fh, stderr=subprocess.STDOUT)
-    ep = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(f"{ep}/moto-api/", timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    urllib.request.urlopen(urllib.request.Request(f"{ep}/down-test", method="PUT"), timeout=10).close()
-    return p
+    return start_moto(port, bucket="down-test", log=log)[0]
 
 
 def test_store_down_mid_run_is_one_line_and_a_rerun_completes(s3, tmp_path, shared_emb_cache, procs, monkeypatch):
     _, env = s3
-    port = _free_port()
+    port = free_port()
     procs.append(_moto(port, tmp_path / "moto.log"))
     env = {**env, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
     monkeypatch.setenv("AWS_ENDPOINT_URL", env["AWS_ENDPOINT_URL"])
