@@ -206,10 +206,10 @@ def register(app: typer.Typer) -> None:
         res = run_benchmark_eval(run_path(_absolute(out)), "ours", None, cfg.eval.retrievers, cfg.eval.query_modes,
                                  cfg.eval.depth, None)
         store = RunStore(str(out))
-        card = pull_dir(store, "export") / "README.md" if store.remote else out / "export" / "README.md"
+        card = pull_dir(store, "export") / "README.md"      # (a local run: its own export folder)
         if add_difficulty_to_card(card, res["eval"]):
             push_dir(store, "export")
-            console.print(f"dataset card: {location(store, 'export', 'README.md') if store.remote else card} "
+            console.print(f"dataset card: {location(store, 'export', 'README.md')} "
                           "(with the retrievers' difficulty per turn)")
         console.print("[yellow]Offline backend: questions come from rule-based parsing of the passages (no LLM), "
                       "so these numbers demonstrate the pipeline; they do not rank retrievers.[/yellow]")

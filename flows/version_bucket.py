@@ -23,7 +23,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import pyarrow.fs as pafs
 
 from storage.errors import StoreError
-from storage.filesystems import is_remote, local_cache_root, s3_filesystem
+from storage.filesystems import _resolve, is_remote, local_cache_root
 
 SUCCESS = "_SUCCESS"
 LATEST = "LATEST"
@@ -37,8 +37,7 @@ def root_fs(root: str | os.PathLike) -> tuple[pafs.FileSystem, str]:
         if not str(root).startswith("s3://") or "?" in str(root):
             raise ValueError(f"{root}: a bucket output root is s3://bucket/prefix (the endpoint comes from "
                              "AWS_ENDPOINT_URL)")
-        return s3_filesystem(str(root))
-    return pafs.LocalFileSystem(), str(Path(root).expanduser().resolve())
+    return _resolve(root)
 
 
 def staging_root(output_root: str) -> Path:
