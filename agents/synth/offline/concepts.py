@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from agents.synth.offline.lexicon import lexicon, rule, rules
-from agents.synth.offline.nlp import sentence_spans
+from agents.synth.offline.nlp import code_like, sentence_spans
 from agents.synth.text import words
 
 MAX_WORDS = 4
@@ -83,8 +83,8 @@ def short_enough(tokens: list) -> list:
     custom resolver f1aba936b942", "the CLI plug" of "plug-in" are dropped)."""
     if len(tokens) > MAX_WORDS or any(t.like_url or t.like_email or t.like_num for t in tokens):
         return []
-    if any(not any(c.isalpha() for c in t.text) for t in tokens):
-        return []
+    if any(not any(c.isalpha() for c in t.text) or code_like(t.text) for t in tokens):
+        return []           # (a path, a placeholder or markup: "deployments/:deployment_id")
     if any(len(t.text) >= 8 and any(c.isdigit() for c in t.text) for t in tokens):
         return []           # an identifier ("f1aba936b94213e5") is looked up, not asked about
     last = tokens[-1]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from agents.synth.config import OfflineConfig
-from agents.synth.offline.concepts import Concept, same
+from agents.synth.offline.concepts import Concept, mentions, same
 from agents.synth.offline.forms import parse, render, templates
 from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon, rule
@@ -57,11 +57,20 @@ class Segment:
     focus: Concept | None = None
     last: Concept | None = None
     last_intent: str | None = None
+    last_question: str = ""        # the previous turn's standalone question
+    last_answer: str = ""          # the previous turn's answer
     asked: set[tuple[str, str]] = field(default_factory=set)
     turns: int = 0
 
     def on_thread(self, c: Concept) -> bool:
         return any(x is not None and same(c, x) for x in (self.focus, self.last))
+
+    def answered(self, c: Concept) -> bool:
+        """The previous answer named ``c`` as written and no other concept with its head, so "the branch" can only
+        mean the answer's "Scranton branch"."""
+        if not self.last_answer or f" {' '.join(words(c.text))} " not in f" {' '.join(words(self.last_answer))} ":
+            return False
+        return not any(a.head == c.head and not same(a, c) for a in mentions(self.last_answer).concepts)
 
 
 def read(segment: list[dict]) -> Segment:
@@ -73,6 +82,8 @@ def read(segment: list[dict]) -> Segment:
             continue
         seg.focus = seg.focus or o.concept
         seg.last, seg.last_intent = o.concept, o.intent
+        seg.last_question = (t.get("standalone_question") or "").strip()
+        seg.last_answer = t.get("answer") or ""
         seg.asked.add((o.intent, o.concept.key))
     return seg
 
@@ -117,15 +128,28 @@ def named_as_said(offer: Offer, seg: Segment) -> Offer:
 
 @rule("discourse")
 def short_name(offer: Offer, seg: Segment) -> str | None:
-    """A concept the conversation named in full is asked by its head: "the annual fee" -> "the fee"."""
+    """A concept the conversation named in full (its thread, or the previous answer) is asked by its head: "the
+    annual fee" -> "the fee"."""
     c = offer.concept
     head = c.text.split()[-1]
-    if c.proper or c.person or len(c.text.split()) < 2 or not seg.on_thread(c) or head in lexicon().generic_heads:
+    if c.proper or c.person or len(c.text.split()) < 2 or head in lexicon().generic_heads \
+            or not (seg.on_thread(c) or seg.answered(c)):
         return None         # (no "the types" for "rock types": a vague head alone names nothing)
     short = Concept(head, c.head, c.head, c.plural, False, "" if c.plural else "the")
     q = render(Offer(offer.intent, short, offer.sent_index, offer.sentence, offer.negated, offer.verb, offer.clause,
                      offer.past, offer.other), "full")
     return q
+
+
+@rule("discourse")
+def repeats_previous(offer: Offer, seg: Segment) -> bool:
+    """"What about Y?" asks the previous question of another concept, so it is said only when that is all it asks:
+    after "How much does the annual fee cost?", "What about the late fee?" for "How much does the late fee cost?",
+    never for "When was the late fee introduced?" (a verb the conversation did not say)."""
+    if seg.last is None or not seg.last_question:
+        return False
+    swapped = replace(offer, concept=seg.last)
+    return any(render(swapped, "full", v) == seg.last_question for v in range(len(templates(offer, "full"))))
 
 
 def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: int = 0) -> Asked | None:
@@ -157,8 +181,13 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
             if q and q != full:
                 return Asked(q, full, True, form)
         return Asked(full, full, False, "full")
-    if seg.last_intent == offer.intent and offer.intent not in ("overview", "definition") and u < shares.shift:
+    if seg.last_intent == offer.intent and offer.intent not in ("overview", "definition") and u < shares.shift \
+            and repeats_previous(offer, seg):
         q = render(offer, "shift")
         if q:
             return Asked(q, full, True, "shift")
+    if u < shares.pronoun + shares.ellipsis + shares.short and seg.answered(c):
+        q = short_name(offer, seg)      # "the branch", of the "Scranton branch" the answer just named
+        if q and q != full:
+            return Asked(q, full, True, "short")
     return Asked(full, full, False, "full")

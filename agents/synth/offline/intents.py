@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from agents.synth.offline.concepts import Concept, concept_of, gerund_concept, mentions, same
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
-from agents.synth.offline.nlp import sentence_spans
+from agents.synth.offline.nlp import prose, sentence_spans
 
 MIN_TOKENS, MAX_TOKENS = 5, 80
 OVERVIEW_CONCEPTS = 3       # concepts of a passage that get an overview offer (the fallback intent)
@@ -291,6 +291,11 @@ def sentence_offers(s: Sentence) -> list[Offer]:
     return out
 
 
+def _sentence(span) -> bool:
+    """A sentence to ask of: it has a verb and is prose (a heading, a label, a code line or a table row is not)."""
+    return any(t.pos_ in ("VERB", "AUX") for t in span) and prose(span)
+
+
 @lru_cache(maxsize=4096)
 def passage_offers(text: str) -> tuple[Offer, ...]:
     """Every offer of a passage, sentence by sentence, then an overview offer for its most mentioned concepts."""
@@ -303,8 +308,8 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     for i, span in enumerate(spans):
         if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
             continue
-        if not any(t.pos_ in ("VERB", "AUX") for t in span):
-            continue            # a heading or a label is no sentence to ask of
+        if not _sentence(span):
+            continue
         concepts = _chunks(span, by_key)
         subject, token = _subject(span, concepts, previous, main)
         out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
@@ -315,6 +320,6 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
     for c in ranked[:OVERVIEW_CONCEPTS]:
         i = m.first[c.key]
-        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS:
+        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and _sentence(spans[i]):
             out.append(Offer("overview", c, i, spans[i].text))
     return tuple(out)

@@ -6,7 +6,8 @@ installed package (never downloaded), plus the text normalisation every offline 
 * :func:`parse` - a parsed ``Doc`` of a text, cached by content;
 * :func:`detokenize` - undo the tokenised spacing of pre-tokenised corpora
   (``"( East Germany ) , they 're"`` -> ``"(East Germany), they're"``);
-* :func:`clean_sentences` - a passage's usable sentences (parsed spans).
+* :func:`clean_sentences` - a passage's usable sentences (parsed spans);
+* :func:`code_like` / :func:`prose` - a token of code or markup, a sentence of prose.
 """
 from __future__ import annotations
 
@@ -159,3 +160,30 @@ def sentence_spans(text: str) -> list:
         if end > start:
             out.append(doc[start:end])
     return out
+
+
+_CONSTANT = re.compile(r"[A-Z0-9]+(?:-[A-Z0-9]+){2,}")        # "INSIDE-TO-APP": a name in code, not a word
+_CODE_CHARS = frozenset("_=<>#{}[]|`~^\\@*;")
+_FLAG = re.compile(r"--?[A-Za-z][\w-]*")
+
+
+def code_like(token: str) -> bool:
+    """A token of code, a command, a path or markup, not a word of prose: it holds a symbol that prose does not
+    use inside a word ("user_type", "<br>", "a=b", "{"), a key of JSON ('"name":'), a command's flag ("--json"),
+    an inner colon ("/:deployment_id"), a path's slash ("/v5/keys"; "and/or" is prose), a constant ("INSIDE-TO-APP")
+    or an identifier of ten or more letters and digits ("f1aba936b942", "VRVDR-58179")."""
+    if any(c in _CODE_CHARS for c in token) or '":' in token or _FLAG.fullmatch(token.rstrip(".,;:")):
+        return True
+    t = token.strip(".,;:!?\"'()")
+    if ":" in t or t.startswith("/") or t.count("/") > 1 or _CONSTANT.fullmatch(t):
+        return True
+    alnum = t.replace("-", "")
+    return len(alnum) >= 10 and alnum.isalnum() and any(c.isdigit() for c in alnum) and any(c.isalpha() for c in alnum)
+
+
+def prose(span) -> bool:
+    """A sentence of prose, not a code line, a command or a table row: at most one in eight of its words is
+    :func:`code_like` ("Set the max_connections parameter to 100." is prose; "POST /v5/deployments/:id/users" is not)."""
+    toks = span.text.split()
+    n = sum(1 for w in toks if any(c.isalnum() for c in w))
+    return n > 0 and sum(map(code_like, toks)) * 8 <= n

@@ -78,7 +78,10 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
             if asked is None or any(jaccard_words(asked.standalone, e) >= 0.6 for e in earlier):
                 continue
             intent = lexicon().intents[o.intent]
-            s = w["intent_weight"] * intent.weight + w["salience_weight"] * sal.get(o.concept.key, 0.0) / top_w
+            share = sal.get(o.concept.key, 0.0) / top_w
+            s = w["intent_weight"] * intent.weight + w["salience_weight"] * share
+            if not asked.leans:
+                s -= w["aside_weight"] * (1.0 - share)
             if p["doc_id"] not in used or (seg is not None and p["text"] == last_text):
                 s += w["unused_passage_weight"]
             if seg is not None and seg.turns:

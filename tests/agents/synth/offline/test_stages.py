@@ -185,3 +185,47 @@ def test_a_new_concept_is_asked_in_full_without_an_invented_context():
     asked = ask(limit, seg, Shares(), u=0.9)
     assert asked.standalone == render(limit, "full")        # nothing added the conversation did not say
     assert isinstance(seg, Segment)
+
+
+def test_what_about_only_repeats_the_previous_question_of_another_concept():
+    text = ("The annual fee was raised in 2019. The late fee was raised in 2021. The card was launched in 2005. "
+            "The late fee was introduced in 2010.")
+    offers = passage_offers(text)
+    annual = next(o for o in offers if o.intent == "time" and o.concept.text == "annual fee")
+    seg = read([_turn(text, annual)])
+    late = next(o for o in offers if o.intent == "time" and o.concept.text == "late fee")
+    asked = ask(late, seg, Shares(), u=0.1)
+    assert asked.form == "shift" and asked.question == "What about the late fee?"
+    assert asked.standalone == "When was the late fee raised?"
+    card = next(o for o in offers if o.intent == "time" and o.concept.text == "card")
+    asked = ask(card, seg, Shares(), u=0.1)     # "launched": a verb the conversation did not say
+    assert asked.form == "full" and asked.question == "When was the card launched?"
+
+
+def test_code_lines_and_identifiers_offer_nothing_to_ask():
+    text = ("POST /v5/ibm/deployments/:deployment_id/users/:user_type creates a user.\n"
+            "The <br> table | lists every user_type and its role.\n"
+            '"type": "object", "properties": { "name": "Example Account" } is the schema.\n'
+            'ibmcloud dns custom-resolver update f1aba936b94213e5b8dc --enabled true -i "dns-demo" updates it.\n'
+            "Run the command to log in, and/or check the settings.")
+    offers = passage_offers(text)
+    assert offers, "the prose sentence still offers"
+    assert all(o.sentence.startswith("Run the command") for o in offers)
+    for o in offers:
+        assert not any(c in o.concept.text for c in "/:_<>|"), o.concept
+
+
+def test_a_concept_the_previous_answer_named_is_asked_by_its_head():
+    text = ("The company opened the Scranton branch in 1990. The Scranton branch was closed in 2013. "
+            "The company was founded in 1949.")
+    offers = passage_offers(text)
+    first = next(o for o in offers if o.intent == "time" and o.concept.text == "company")
+    turn = _turn(text, first) | {"answer": "The company opened the Scranton branch in 1990."}
+    seg = read([turn])
+    closed = next(o for o in offers if o.intent == "time" and o.concept.text == "Scranton branch")
+    asked = ask(closed, seg, Shares(shift=0.0), u=0.5)
+    assert asked.leans and asked.form == "short" and "the branch" in asked.question
+    assert "Scranton branch" in asked.standalone and "Scranton" not in asked.question
+    # two branches in the answer: "the branch" would not say which, so it is asked in full
+    seg = read([turn | {"answer": "The company opened the Scranton branch and the Stamford branch in 1990."}])
+    assert ask(closed, seg, Shares(shift=0.0), u=0.5).form == "full"
