@@ -296,6 +296,13 @@ def _sentence(span) -> bool:
     return any(t.pos_ in ("VERB", "AUX") for t in span) and prose(span)
 
 
+def mostly_prose(spans) -> bool:
+    """A passage to ask of is mostly prose: at least half its words are in prose sentences. A passage of code, a
+    schema or a table with one sentence of prose is looked up, not asked about (a person asks of what they read)."""
+    total = sum(len(s.text.split()) for s in spans)
+    return total > 0 and 2 * sum(len(s.text.split()) for s in spans if prose(s)) >= total
+
+
 @lru_cache(maxsize=4096)
 def passage_offers(text: str) -> tuple[Offer, ...]:
     """Every offer of a passage, sentence by sentence, then an overview offer for its most mentioned concepts."""
@@ -305,6 +312,8 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     out: list[Offer] = []
     previous = None
     spans = sentence_spans(text)
+    if not mostly_prose(spans):
+        return ()
     for i, span in enumerate(spans):
         if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
             continue

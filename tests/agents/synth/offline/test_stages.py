@@ -208,9 +208,13 @@ def test_code_lines_and_identifiers_offer_nothing_to_ask():
             '"type": "object", "properties": { "name": "Example Account" } is the schema.\n'
             'ibmcloud dns custom-resolver update f1aba936b94213e5b8dc --enabled true -i "dns-demo" updates it.\n'
             "Run the command to log in, and/or check the settings.")
-    offers = passage_offers(text)
-    assert offers, "the prose sentence still offers"
-    assert all(o.sentence.startswith("Run the command") for o in offers)
+    assert passage_offers(text) == ()       # mostly code: looked up, not asked about
+    prose_text = text + ("\nThe settings page lists the region, the plan and the billing contact of the account. "
+                         "You can change the plan at any time, and the new plan applies from the next billing cycle. "
+                         "Deleting the account removes every resource and cannot be undone.")
+    offers = passage_offers(prose_text)
+    assert offers, "the prose sentences still offer"
+    assert all(o.sentence.startswith(("Run the", "The settings", "You can", "Deleting")) for o in offers)
     for o in offers:
         assert not any(c in o.concept.text for c in "/:_<>|"), o.concept
 
@@ -229,3 +233,13 @@ def test_a_concept_the_previous_answer_named_is_asked_by_its_head():
     # two branches in the answer: "the branch" would not say which, so it is asked in full
     seg = read([turn | {"answer": "The company opened the Scranton branch and the Stamford branch in 1990."}])
     assert ask(closed, seg, Shares(shift=0.0), u=0.5).form == "full"
+
+
+def test_a_question_in_full_names_one_thing_of_the_corpus():
+    from agents.synth.offline.questioning import specific
+    offers = passage_offers(MANUAL)
+    bucket = next(o.concept for o in offers if o.concept.text == "bucket")
+    names = next(o.concept for o in offers if o.concept.text == "bucket names")
+    rare = {"names": 3.4, "console": 4.1}          # "bucket" is in most passages of this corpus, "names" in few
+    assert not specific(bucket, rare) and specific(names, rare)
+    assert specific(bucket, {})                     # no corpus statistics: nothing is vague by them
