@@ -28,7 +28,7 @@ from agents.synth.offline.discourse import Segment, Shares, ask as ask_form, rea
 from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
 from agents.synth.offline.intents import Offer, passage_offers, words_before
-from agents.synth.offline.lexicon import lexicon, rule
+from agents.synth.offline.lexicon import lexicon
 from agents.synth.offline.checks import answer, offers_about, verify
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
@@ -58,14 +58,6 @@ def _rare_cost(x: dict, w: dict):
     return cost
 
 
-@rule("discourse")
-def specific(concept: Concept, rare: dict[str, float]) -> bool:
-    """A question asked in full names one thing of the corpus: a name, or a concept with a word that few passages
-    use. "When was the version released?" names none in a corpus of release notes; "When was the CLI plug-in
-    released?" does. Without corpus statistics (``rare`` empty: a corpus of a few passages) every concept does."""
-    return not rare or concept.proper or concept.named or any(w in rare for w in words(concept.text))
-
-
 def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
     passages = x["passages"]
     shares = Shares.of(w)
@@ -85,9 +77,6 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
             variant = seed_int("variant", p["doc_id"], o.intent, o.concept.key) % 4
             asked = ask_form(o, seg, shares, u, variant)
             if asked is None or any(jaccard_words(asked.standalone, e) >= 0.6 for e in earlier):
-                continue
-            if not asked.leans and not (seg is not None and seg.on_thread(o.concept)) \
-                    and not specific(o.concept, x.get("rare") or {}):
                 continue
             intent = lexicon().intents[o.intent]
             share = sal.get(o.concept.key, 0.0) / top_w

@@ -234,12 +234,3 @@ def test_a_concept_the_previous_answer_named_is_asked_by_its_head():
     seg = read([turn | {"answer": "The company opened the Scranton branch and the Stamford branch in 1990."}])
     assert ask(closed, seg, Shares(shift=0.0), u=0.5).form == "full"
 
-
-def test_a_question_in_full_names_one_thing_of_the_corpus():
-    from agents.synth.offline.questioning import specific
-    offers = passage_offers(MANUAL)
-    bucket = next(o.concept for o in offers if o.concept.text == "bucket")
-    names = next(o.concept for o in offers if o.concept.text == "bucket names")
-    rare = {"names": 3.4, "console": 4.1}          # "bucket" is in most passages of this corpus, "names" in few
-    assert not specific(bucket, rare) and specific(names, rare)
-    assert specific(bucket, {})                     # no corpus statistics: nothing is vague by them
