@@ -27,12 +27,6 @@ class OfflineConfig(BaseModel):
                                  "concept")
     leans_weight: float = Field(1.5, ge=0, description="ranking points for a follow-up asked in a form that needs "
                                 "the conversation (pronoun, ellipsis, shorter name, shift)")
-    aside_weight: float = Field(0.0, ge=0, description="ranking points a question asked in full loses when its "
-                                "concept is mentioned in passing in its passage (1 - its salience over the passage's "
-                                "most salient concept's): a person asks about what a passage is about")
-    opening_position_weight: float = Field(0.0, ge=0, description="ranking points an opening question (turn 1, a "
-                                           "topic switch) loses for a sentence far into its passage (the whole "
-                                           "weight from 200 words on): a person opens with what a page opens with")
     rare_word_weight: float = Field(0.25, ge=0, description="ranking points a question loses per idf unit above 4 of "
                                     "each word rare in the corpus that the conversation has not said")
     history_need_weight: float = Field(3.0, ge=0, description=(

@@ -296,21 +296,6 @@ def _sentence(span) -> bool:
     return any(t.pos_ in ("VERB", "AUX") for t in span) and prose(span)
 
 
-@lru_cache(maxsize=4096)
-def _starts(text: str) -> tuple[int, ...]:
-    starts, n = [], 0
-    for s in sentence_spans(text):
-        starts.append(n)
-        n += len(s.text.split())
-    return tuple(starts)
-
-
-def words_before(text: str, sent_index: int) -> int:
-    """How many words of the passage come before its sentence ``sent_index`` (the offer's)."""
-    starts = _starts(text)
-    return starts[sent_index] if 0 <= sent_index < len(starts) else 0
-
-
 def mostly_prose(spans) -> bool:
     """A passage to ask of is mostly prose: at least half its words are in prose sentences. A passage of code, a
     schema or a table with one sentence of prose is looked up, not asked about (a person asks of what they read)."""

@@ -27,7 +27,7 @@ from agents.synth.offline.concepts import Concept, top, weights
 from agents.synth.offline.discourse import Segment, Shares, ask as ask_form, read
 from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
-from agents.synth.offline.intents import Offer, passage_offers, words_before
+from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon
 from agents.synth.offline.checks import answer, offers_about, verify
 from agents.synth.prompt_parts import seed_int
@@ -36,7 +36,6 @@ from agents.synth.text import jaccard_words, words
 RARE_IDF = 4.0          # a word above this idf is one a person would not type unless the conversation said it
 NEED_HEAD = 6           # candidates at the head of the ranking whose history need is searched
 PRECHECK = 8            # candidates from the attempt-th down that are checked before one is asked
-POSITION_WORDS = 200    # an opening question about a sentence this many words into its passage loses the whole weight
 UNANSWERABLE_INTENTS = ("cost", "limit", "requirement", "risk", "duration", "advice", "example", "purpose")
 
 
@@ -79,10 +78,7 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
             if asked is None or any(jaccard_words(asked.standalone, e) >= 0.6 for e in earlier):
                 continue
             intent = lexicon().intents[o.intent]
-            share = sal.get(o.concept.key, 0.0) / top_w
-            s = w["intent_weight"] * intent.weight + w["salience_weight"] * share
-            if not asked.leans:
-                s -= w["aside_weight"] * (1.0 - share)
+            s = w["intent_weight"] * intent.weight + w["salience_weight"] * sal.get(o.concept.key, 0.0) / top_w
             if p["doc_id"] not in used or (seg is not None and p["text"] == last_text):
                 s += w["unused_passage_weight"]
             if seg is not None and seg.turns:
@@ -92,8 +88,6 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
                     s += w["leans_weight"]
             s -= rare_cost(asked.question, set() if seg and seg.turns else set(words(o.concept.text)))
             s -= 0.02 * o.sent_index
-            if seg is None or not seg.turns:
-                s -= w["opening_position_weight"] * min(1.0, words_before(p["text"], o.sent_index) / POSITION_WORDS)
             out.append([round(s, 6), i, o, asked, 0.0])      # (the history need, searched for the head only)
     out.sort(key=lambda r: (-r[0], r[1], r[2].sent_index, r[3].question))
     return out
