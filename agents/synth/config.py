@@ -22,7 +22,9 @@ class OfflineConfig(BaseModel):
     salience_weight: float = Field(1.0, ge=0, description="ranking points for the concept's salience in its passage "
                                    "(1 for the passage's most salient concept)")
     unused_passage_weight: float = Field(1.0, ge=0, description="ranking points for a passage not used as gold "
-                                         "before (or the previous turn's passage on a follow-up)")
+                                         "before")
+    same_passage_weight: float = Field(1.0, ge=0, description="ranking points for a follow-up on the previous "
+                                       "turn's passage (people's next question is mostly answered by another one)")
     thread_weight: float = Field(2.5, ge=0, description="ranking points for a follow-up on the conversation's "
                                  "concept")
     leans_weight: float = Field(1.5, ge=0, description="ranking points for a follow-up asked in a form that needs "

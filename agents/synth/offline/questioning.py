@@ -79,8 +79,10 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
                 continue
             intent = lexicon().intents[o.intent]
             s = w["intent_weight"] * intent.weight + w["salience_weight"] * sal.get(o.concept.key, 0.0) / top_w
-            if p["doc_id"] not in used or (seg is not None and p["text"] == last_text):
+            if p["doc_id"] not in used:
                 s += w["unused_passage_weight"]
+            elif seg is not None and p["text"] == last_text:
+                s += w["same_passage_weight"]
             if seg is not None and seg.turns:
                 if seg.on_thread(o.concept):
                     s += w["thread_weight"]
