@@ -23,7 +23,7 @@ class OfflineConfig(BaseModel):
                                    "(1 for the passage's most salient concept)")
     unused_passage_weight: float = Field(1.0, ge=0, description="ranking points for a passage not used as gold "
                                          "before")
-    same_passage_weight: float = Field(1.0, ge=0, description="ranking points for a follow-up on the previous "
+    same_passage_weight: float = Field(0.0, ge=0, description="ranking points for a follow-up on the previous "
                                        "turn's passage (people's next question is mostly answered by another one)")
     thread_weight: float = Field(2.5, ge=0, description="ranking points for a follow-up on the conversation's "
                                  "concept")
