@@ -183,7 +183,8 @@ def code_like(token: str) -> bool:
 
 def prose(span) -> bool:
     """A sentence of prose, not a code line, a command or a table row: at most one in eight of its words is
-    :func:`code_like` ("Set the max_connections parameter to 100." is prose; "POST /v5/deployments/:id/users" is not)."""
+    :func:`code_like` ("Set the max_connections parameter to 100 in the configuration file." is prose; "POST
+    /v5/deployments/:id/users" is not)."""
     toks = span.text.split()
     n = sum(1 for w in toks if any(c.isalnum() for c in w))
     return n > 0 and sum(map(code_like, toks)) * 8 <= n

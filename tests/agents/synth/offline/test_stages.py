@@ -209,6 +209,8 @@ def test_code_lines_and_identifiers_offer_nothing_to_ask():
             'ibmcloud dns custom-resolver update f1aba936b94213e5b8dc --enabled true -i "dns-demo" updates it.\n'
             "Run the command to log in, and/or check the settings.")
     assert passage_offers(text) == ()       # mostly code: looked up, not asked about
+    one_name = "Set the max_connections parameter to 100 in the configuration file."
+    assert any(o.concept.text == "configuration file" for o in passage_offers(one_name))   # one code word is prose
     prose_text = text + ("\nThe settings page lists the region, the plan and the billing contact of the account. "
                          "You can change the plan at any time, and the new plan applies from the next billing cycle. "
                          "Deleting the account removes every resource and cannot be undone.")
