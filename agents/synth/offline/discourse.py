@@ -68,9 +68,15 @@ class Segment:
     def answered(self, c: Concept) -> bool:
         """The previous answer named ``c`` as written and no other concept with its head, so "the branch" can only
         mean the answer's "Scranton branch"."""
-        if not self.last_answer or f" {' '.join(words(c.text))} " not in f" {' '.join(words(self.last_answer))} ":
+        if not self.last_answer or _spaced(c.text) not in _spaced(self.last_answer):
             return False
         return not any(a.head == c.head and not same(a, c) for a in mentions(self.last_answer).concepts)
+
+
+@lru_cache(maxsize=4096)
+def _spaced(text: str) -> str:
+    """The words of ``text`` between spaces, to find a phrase in it word for word."""
+    return f" {' '.join(words(text))} "
 
 
 def read(segment: list[dict]) -> Segment:
@@ -186,8 +192,8 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
         q = render(offer, "shift")
         if q:
             return Asked(q, full, True, "shift")
-    if u < shares.pronoun + shares.ellipsis + shares.short and seg.answered(c):
-        q = short_name(offer, seg)      # "the branch", of the "Scranton branch" the answer just named
+    if u < shares.pronoun + shares.ellipsis + shares.short:
+        q = short_name(offer, seg)      # "the branch", of the "Scranton branch" the answer just named (else None)
         if q and q != full:
             return Asked(q, full, True, "short")
     return Asked(full, full, False, "full")

@@ -291,16 +291,16 @@ def sentence_offers(s: Sentence) -> list[Offer]:
     return out
 
 
-def _sentence(span) -> bool:
-    """A sentence to ask of: it has a verb and is prose (a heading, a label, a code line or a table row is not)."""
-    return any(t.pos_ in ("VERB", "AUX") for t in span) and prose(span)
+def _has_verb(span) -> bool:
+    return any(t.pos_ in ("VERB", "AUX") for t in span)
 
 
-def mostly_prose(spans) -> bool:
-    """A passage to ask of is mostly prose: at least half its words are in prose sentences. A passage of code, a
-    schema or a table with one sentence of prose is looked up, not asked about (a person asks of what they read)."""
-    total = sum(len(s.text.split()) for s in spans)
-    return total > 0 and 2 * sum(len(s.text.split()) for s in spans if prose(s)) >= total
+def mostly_prose(spans, is_prose: list[bool]) -> bool:
+    """A passage to ask of is mostly prose: at least half its words are in prose sentences (``is_prose``, one flag
+    per span). A passage of code, a schema or a table with one sentence of prose is looked up, not asked about (a
+    person asks of what they read)."""
+    sizes = [len(s.text.split()) for s in spans]
+    return sum(sizes) > 0 and 2 * sum(n for n, ok in zip(sizes, is_prose) if ok) >= sum(sizes)
 
 
 @lru_cache(maxsize=4096)
@@ -312,13 +312,14 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     out: list[Offer] = []
     previous = None
     spans = sentence_spans(text)
-    if not mostly_prose(spans):
+    is_prose = [prose(s) for s in spans]
+    if not mostly_prose(spans, is_prose):
         return ()
     for i, span in enumerate(spans):
         if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
             continue
-        if not _sentence(span):
-            continue
+        if not (is_prose[i] and _has_verb(span)):
+            continue            # a heading, a label, a code line or a table row is no sentence to ask of
         concepts = _chunks(span, by_key)
         subject, token = _subject(span, concepts, previous, main)
         out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
@@ -329,6 +330,6 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
     for c in ranked[:OVERVIEW_CONCEPTS]:
         i = m.first[c.key]
-        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and _sentence(spans[i]):
+        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and is_prose[i] and _has_verb(spans[i]):
             out.append(Offer("overview", c, i, spans[i].text))
     return tuple(out)
