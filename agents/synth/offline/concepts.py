@@ -130,7 +130,10 @@ def concept_of(chunk) -> Concept | None:
             return None
     head = tokens[-1]
     proper = head.pos_ == "PROPN"
-    text = " ".join(t.text if _keeps_case(t) else t.lower_ for t in tokens)
+    keep = [_keeps_case(t) for t in tokens]
+    if len(tokens) > 1 and keep[1] and tokens[1].text[:1].isupper() and tokens[0].text[:1].isupper():
+        keep[0] = True      # a name's first word at a sentence's start: "Object Storage is ..." (not "object Storage")
+    text = " ".join(t.text if k else t.lower_ for t, k in zip(tokens, keep))
     text = text.replace(" - ", "-").replace(" '", "'")
     if not any(ch.isalpha() for ch in text) or len(text) < 3:
         return None

@@ -143,7 +143,7 @@ def short_name(offer: Offer, seg: Segment) -> str | None:
         return None         # (no "the types" for "rock types": a vague head alone names nothing)
     short = Concept(head, c.head, c.head, c.plural, False, "" if c.plural else "the")
     q = render(Offer(offer.intent, short, offer.sent_index, offer.sentence, offer.negated, offer.verb, offer.clause,
-                     offer.past, offer.other), "full")
+                     offer.active, offer.other), "full")
     return q
 
 

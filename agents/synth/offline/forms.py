@@ -5,7 +5,7 @@ cost?"), *pronoun* refers to it ("How much does it cost?"), *ellipsis* leaves it
 the cost?"), and *shift* carries the previous turn's question over to a new concept ("What about the late fee?").
 The standalone form of every follow-up is its full form. Slots: ``{X}`` the concept, ``{Y}`` a second concept,
 ``{it}``/``{them}``/``{its}`` pronouns and ``{is}``/``{does}`` verbs that agree with the concept, ``{V}`` the
-instruction's verb, ``{clause}`` the sentence's clause, ``{past}`` the passive's verb in the past. The ``forms``
+instruction's verb, ``{clause}`` the sentence's clause, ``{active}`` the passive's verb in the active voice (the sentence's tense). The ``forms``
 rules then refuse a rendering no person would type.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def fill(template: str, offer: Offer, pronoun: bool) -> str:
     agree = _agree(c)
     subj = agree["it"] if pronoun else c.said
     values = {**agree, "X": _indefinite(c) if offer.intent == "definition" else c.said,
-              "Y": offer.other.said if offer.other else "{Y}", "V": offer.verb or "{V}", "past": offer.past or "{past}",
+              "Y": offer.other.said if offer.other else "{Y}", "V": offer.verb or "{V}", "active": offer.active or "{active}",
               "clause": _clause(offer.clause, subj, c.plural) if offer.clause else "{clause}"}
     out = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
     out = " ".join(out.split())

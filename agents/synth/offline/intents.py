@@ -42,7 +42,7 @@ class Offer:
     negated: bool = False
     verb: str = ""
     clause: Clause | None = None
-    past: str = ""
+    active: str = ""        # a passive's verb in the active voice, in the sentence's tense ("Who {active} X?")
     other: Concept | None = None
 
 
@@ -238,17 +238,34 @@ def _clause(s: Sentence, anchor: str = "") -> Clause | None:
 
 
 def _agent(s: Sentence) -> str:
-    """The simple past of a passive with a person or organisation as its agent: "The company was founded by Ada
-    Park." -> "founded" (for "Who founded the company?")."""
+    """A passive's verb in the active voice and the sentence's tense, when its agent is a person or organisation:
+    "The company was founded by Ada Park." -> "founded" (for "Who founded the company?"); "The project is managed by
+    a foundation." -> "manages" (for "Who manages the project?")."""
     root = s.span.root
     kids = list(root.children)
-    if not any(k.dep_ == "auxpass" for k in kids):
+    aux = next((k for k in kids if k.dep_ == "auxpass"), None)
+    if aux is None:
         return ""
     agent = next((k for k in kids if k.dep_ == "agent"), None)
     if agent is None or not any(t.ent_type_ in ("PERSON", "ORG") for t in agent.subtree):
         return ""
+    if any(k.dep_ == "aux" and k.tag_ == "MD" for k in kids):
+        return ""           # "can be managed by": who may, not who does
+    if aux.tag_ in ("VBZ", "VBP") and not any(k.dep_ == "aux" for k in kids):
+        return third_person(root.lemma_.lower())
     irregular = lexicon().irregular_past
     return irregular.get(root.lower_) or irregular.get(root.lemma_.lower()) or root.lower_
+
+
+def third_person(lemma: str) -> str:
+    """The present tense after "who": "manage" -> "manages", "publish" -> "publishes", "fly" -> "flies"."""
+    if lemma in ("have", "be", "do", "go"):
+        return {"have": "has", "be": "is", "do": "does", "go": "goes"}[lemma]
+    if lemma.endswith(("s", "sh", "ch", "x", "z")):
+        return lemma + "es"
+    if lemma.endswith("y") and len(lemma) > 1 and lemma[-2] not in "aeiou":
+        return lemma[:-1] + "ies"
+    return lemma + "s"
 
 
 def _other(intent: Intent, target: Concept, s: Sentence) -> Concept | None:
@@ -280,9 +297,9 @@ def sentence_offers(s: Sentence) -> list[Offer]:
                 continue
             extra["clause"] = extra_clause
         if intent.needs_agent:
-            if not (past := _agent(s)):
+            if not (active := _agent(s)):
                 continue
-            extra["past"] = past
+            extra["active"] = active
         if intent.needs_other:
             if (other := _other(intent, target, s)) is None:
                 continue

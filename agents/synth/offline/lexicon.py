@@ -47,7 +47,7 @@ class Intent:
     subject: bool = False          # the concept must be the sentence's subject
     needs_verb: bool = False       # the form asks with the sentence's verb ("How do I {V} {X}?")
     needs_clause: bool = False     # the form asks with the sentence's clause ("When {clause}?")
-    needs_agent: bool = False      # the form asks for the passive's agent ("Who {past} {X}?")
+    needs_agent: bool = False      # the form asks for the passive's agent ("Who {active} {X}?")
     needs_other: bool = False      # the form names a second concept ("How does {X} compare to {Y}?")
     fallback: bool = False         # asked when nothing more specific is offered
     negated_ok: bool = False       # a negated sentence offers it too ("Funds cannot be used for ..." is a limit)

@@ -116,16 +116,18 @@ def _pair_quotes(t: str) -> str:
 
 
 _MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_MD_LINK_SAID = re.compile(r"\[([^\]]+)\]\([^)]*\)\s+(?=\1\b)")     # "[Object Storage](url) Object Storage is"
 _URL = re.compile(r"https?://\S+")
 
 
 def clean_passage(text: str) -> str:
-    """Passage text ready to parse: markdown links become their label, URLs, heading marks, bullets and
+    """Passage text ready to parse: markdown links become their label (a link the text then names again goes:
+    "[Object Storage](url) Object Storage is ..." -> "Object Storage is ..."), URLs, heading marks, bullets and
     the ": " of a definition list ("Term" then ": its definition") go, each line is detokenised,
     paragraph breaks are kept as newlines."""
     lines = []
     for line in text.splitlines():
-        line = _MD_LINK.sub(r"\1", line)
+        line = _MD_LINK.sub(r"\1", _MD_LINK_SAID.sub("", line))
         line = _URL.sub("", line)
         line = re.sub(r"^\s*(#+|[-*+:]|\d+\.)\s+", "", line)      # headings, bullets, definition-list ": "
         line = detokenize(line)

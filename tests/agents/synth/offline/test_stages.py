@@ -236,3 +236,27 @@ def test_a_concept_the_previous_answer_named_is_asked_by_its_head():
     seg = read([turn | {"answer": "The company opened the Scranton branch and the Stamford branch in 1990."}])
     assert ask(closed, seg, Shares(shift=0.0), u=0.5).form == "full"
 
+
+
+@pytest.mark.parametrize("text, question", [
+    ("The novel was written by Charles Dickens in 1859. It is set in London and Paris.", "Who wrote the novel?"),
+    ("The open source project is maintained by the Apache Software Foundation. It has many contributors.",
+     "Who maintains the open source project?"),
+    ("The standard is published by the International Organization for Standardization. It covers safety.",
+     "Who publishes the standard?"),
+])
+def test_who_asks_in_the_tense_of_the_passive(text, question):
+    """A passive in the present is asked in the present ("is maintained by" -> "Who maintains"), one in the past in
+    the past; a passive with a modal ("can be changed by") says who may, not who does, and offers no "who"."""
+    assert question in [render(o, "full") for o in _offers(text).get("agent", [])]
+    assert not _offers("The policy can be changed by Microsoft at any time. It covers refunds.").get("agent")
+
+
+def test_a_link_the_text_names_again_is_one_concept():
+    """Scraped documentation links a name and then writes it: "[Object Storage](url) Object Storage is ..." names
+    Object Storage once, with its capitals, not "Object Storage Object Storage"."""
+    text = ("[Object Storage](https://example.com/docs/cos) Object Storage is a service that stores data as objects. "
+            "See [the pricing page](https://example.com/p) for the prices.")
+    names = [c.text for c in mentions(text).concepts]
+    assert "Object Storage" in names
+    assert not any("Storage Object" in n or n == "object Storage" for n in names)
