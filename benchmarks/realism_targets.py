@@ -7,6 +7,9 @@
         --pool cloud=mtr-runs/rt-cloud --pool clapnq=mtr-runs/rt-clapnq-untitled ... [--human tests/data/mtrag]
 
 ``--pool DOMAIN=RUN``: a synthesis run and the MTRAG domain whose human conversations search the same passages.
+``--pool DOMAIN=RUN1,RUN2``: runs of one pool with other ``synth.seed`` values; the pool's row is their mean (the
+order on the mean Recall@20s, with how many runs keep it on their own): one seed's order is noise when the gap is
+a few hundredths.
 Targets (every pool): failed turns <= 10%; every kept conversation keeps >= 75% of its turns; history-dependent
 follow-ups >= 40%; pronoun share 20-40%; BM25 nDCG@5 rewrite / last turn >= 1.15; every pair of retrievers (bm25,
 dense, hybrid; Recall@20, last turn) that the human benchmark separates by >= 0.05 keeps its order; BM25 Recall@20
@@ -67,36 +70,66 @@ def recall_and_ratio(bench, work: Path, emb: str | None = None) -> dict:
 
 
 def check(pools: list[tuple[str, str]], human_path: str, work: str, emb: str | None = None) -> list[dict]:
-    from evaluation.realism import question_stats, turn_health
+    """One row per pool. ``RUN`` may list several runs of the same pool (``a,b``: other ``synth.seed`` values); the
+    row then holds their mean (:func:`combine`)."""
     from storage.benchmark import load_benchmark
     human_cache: dict[str, dict] = {}
     rows = []
-    for domain, run in pools:
+    for domain, spec in pools:
         if domain not in human_cache:
             hb = load_benchmark(human_path, "mtrag", domain=domain)
             human_cache[domain] = recall_and_ratio(hb, Path(work) / f"human-{domain}", emb)
-        h = human_cache[domain]
-        bench = load_benchmark(run, "ours")
-        st = question_stats(bench)
-        r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
-        from storage.store import RunStore
-        health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
-        health["failed"] = health.pop("failed_share")
-        order_ok, broken = True, []
-        for a, b in itertools.combinations(RETRIEVERS, 2):
-            ha, hb_ = h[f"{a}/last_turn/recall_20"], h[f"{b}/last_turn/recall_20"]
-            if abs(ha - hb_) >= 0.05:
-                oa, ob = r[f"{a}/last_turn/recall_20"], r[f"{b}/last_turn/recall_20"]
-                if (ha > hb_) != (oa > ob):
-                    order_ok = False
-                    broken.append(f"{a}/{b}")
-        bm25_x = r["bm25/last_turn/recall_20"] / max(h["bm25/last_turn/recall_20"], 1e-9)
-        rows.append({"pool": f"{domain}:{Path(run).name}", **health, "history_dependent": st.history_dependent,
-                     "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"], "order_ok": order_ok, "broken": broken,
-                     "bm25_r20_x_human": bm25_x,
-                     **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS},
-                     **{f"human_{k}_r20": h[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}})
+        runs = [r for r in spec.split(",") if r]
+        rows.append(combine([run_row(domain, run, human_cache[domain], work, emb) for run in runs]))
     return rows
+
+
+def run_row(domain: str, run: str, h: dict, work: str, emb: str | None = None) -> dict:
+    """The figures of one synthesis run against the human benchmark's (``h``: :func:`recall_and_ratio`)."""
+    from evaluation.realism import question_stats, turn_health
+    from storage.benchmark import load_benchmark
+    from storage.store import RunStore
+    bench = load_benchmark(run, "ours")
+    st = question_stats(bench)
+    r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
+    health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
+    health["failed"] = health.pop("failed_share")
+    return {"pool": f"{domain}:{Path(run).name}", **health, "history_dependent": st.history_dependent,
+            "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"],
+            **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS},
+            **{f"human_{k}_r20": h[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}}
+
+
+def order(r: dict) -> list[str]:
+    """The retriever pairs whose order the human benchmark fixes (Recall@20 apart by 0.05 or more) and the run's
+    Recall@20 reverses (a tie counts as reversed)."""
+    broken = []
+    for a, b in itertools.combinations(RETRIEVERS, 2):
+        ha, hb = r[f"human_{a}_r20"], r[f"human_{b}_r20"]
+        if abs(ha - hb) >= 0.05 and (ha > hb) != (r[f"{a}_r20"] > r[f"{b}_r20"]):
+            broken.append(f"{a}/{b}")
+    return broken
+
+
+def combine(runs: list[dict]) -> dict:
+    """One pool's row from its runs (other seeds of the same pool): each share and ratio is the runs' mean, the least
+    kept share the lowest, counts (turns, conversations below 75%) the total; the order is judged on the mean Recall@20s, and ``order_runs`` counts the
+    runs that keep it on their own."""
+    if not runs:
+        raise ValueError("a pool needs at least one run")
+    out = dict(runs[0])
+    if len(runs) > 1:
+        out["pool"] = f"{runs[0]['pool']} (+{len(runs) - 1} seeds)"
+        for k, v in runs[0].items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                continue
+            out[k] = sum(r[k] for r in runs) / len(runs) if isinstance(v, float) else sum(r[k] for r in runs)
+        out["min_kept"] = min(r["min_kept"] for r in runs)
+    out["broken"] = order(out)
+    out["order_ok"] = not out["broken"]
+    out["order_runs"] = f"{sum(not order(r) for r in runs)}/{len(runs)}"
+    out["bm25_r20_x_human"] = out["bm25_r20"] / max(out["human_bm25_r20"], 1e-9)
+    return out
 
 
 def passes(r: dict) -> dict[str, bool]:
@@ -116,7 +149,8 @@ def format_rows(rows: list[dict]) -> str:
                      f"{r['history_dependent']:.0%} | {r['pronoun']:.0%} | {r['bm25_ratio']:.3f} | "
                      f"{r['bm25_r20']:.2f}/{r['dense_r20']:.2f}/{r['hybrid_r20']:.2f} "
                      f"({r['human_bm25_r20']:.2f}/{r['human_dense_r20']:.2f}/{r['human_hybrid_r20']:.2f}) | "
-                     f"{r['bm25_r20_x_human']:.2f} | {'kept' if r['order_ok'] else 'broken ' + ','.join(r['broken'])} | "
+                     f"{r['bm25_r20_x_human']:.2f} | {'kept' if r['order_ok'] else 'broken ' + ','.join(r['broken'])} "
+                     f"({r['order_runs']} runs) | "
                      f"{sum(p.values())}/{len(p)}{'' if all(p.values()) else ' (missed: ' + ', '.join(k for k, v in p.items() if not v) + ')'} |")
     worst = min(rows, key=lambda r: sum(passes(r).values()), default=None)
     if worst is not None:
@@ -132,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     u.add_argument("src")
     u.add_argument("dst")
     c = sub.add_parser("check", help="the targets, pool by pool")
-    c.add_argument("--pool", action="append", required=True, help="DOMAIN=RUN_DIR (repeatable)")
+    c.add_argument("--pool", action="append", required=True,
+                   help="DOMAIN=RUN_DIR[,RUN_DIR...] (repeatable; several runs of one pool, other seeds, are averaged)")
     c.add_argument("--human", default=str(ROOT / "tests" / "data" / "mtrag"))
     c.add_argument("--work", default="mtr-eval/realism-targets")
     c.add_argument("--json", help="also write the rows here")
