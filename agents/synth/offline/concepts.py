@@ -208,6 +208,32 @@ def weights(text: str, title: str, idf: dict[str, float], others: list[str] = ()
     return out
 
 
+LEAD_WORDS = 60         # a passage's lead: what a reader sees first (a search snippet, a first paragraph)
+
+
+@lru_cache(maxsize=4096)
+def _lead(text: str) -> frozenset[str]:
+    from agents.synth.offline.nlp import passage_doc
+    out: set[str] = set()
+    n = 0
+    for t in passage_doc(text):
+        if t.is_punct or t.is_space:
+            continue
+        n += 1
+        if n > LEAD_WORDS:
+            break
+        out |= {t.lemma_.lower(), t.lower_}
+    return frozenset(out)
+
+
+def in_lead(c: Concept, text: str, title: str = "") -> bool:
+    """The passage names the concept in its lead: every word of it (as lemma or as written) in the title or the
+    first ``LEAD_WORDS`` words. A long manual page that opens on "Creating a bucket" is about buckets; a "retention
+    period" first named 200 words down is one of its details."""
+    lead = _lead(text) | {w.lower() for w in words(title)}
+    return all(w in lead for w in c.key.split()) or all(w.lower() in lead for w in words(c.text))
+
+
 def top(text: str, title: str = "", idf: dict[str, float] | None = None) -> Concept | None:
     """The passage's most salient concept (None for a passage with none)."""
     w = weights(text, title, idf or {})

@@ -23,7 +23,7 @@ sends the question back when one is found.
 from __future__ import annotations
 
 from agents.synth.config import OfflineConfig
-from agents.synth.offline.concepts import Concept, top, weights
+from agents.synth.offline.concepts import Concept, in_lead, top, weights
 from agents.synth.offline.discourse import Segment, Shares, ask as ask_form, read
 from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
@@ -79,6 +79,8 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
                 continue
             intent = lexicon().intents[o.intent]
             s = w["intent_weight"] * intent.weight + w["salience_weight"] * sal.get(o.concept.key, 0.0) / top_w
+            if w["lead_weight"] and in_lead(o.concept, p["text"], p.get("title") or ""):
+                s += w["lead_weight"]
             if p["doc_id"] not in used:
                 s += w["unused_passage_weight"]
             elif seg is not None and p["text"] == last_text:

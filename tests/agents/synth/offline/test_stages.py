@@ -260,3 +260,36 @@ def test_a_link_the_text_names_again_is_one_concept():
     names = [c.text for c in mentions(text).concepts]
     assert "Object Storage" in names
     assert not any("Storage Object" in n or n == "object Storage" for n in names)
+
+
+LONG_MANUAL = ("To create a bucket, open the Object Storage console and click Create bucket. Bucket names must be "
+               "unique across the whole service. " + "The console lists your buckets by region and by storage "
+               "class, with their size and their last change. " * 5 + "A retention policy costs $0.01 per rule "
+               "each month.")
+
+
+def test_the_lead_is_what_a_long_page_is_about():
+    """A concept named in the title or the first words of a passage is in its lead; one first named 80 words down
+    is a detail of the page; a short passage is all lead."""
+    from agents.synth.offline.concepts import in_lead
+    cs = {c.text: c for c in mentions(LONG_MANUAL).concepts}
+    assert in_lead(cs["bucket names"], LONG_MANUAL) and in_lead(cs["Object Storage console"], LONG_MANUAL)
+    assert not in_lead(cs["retention policy"], LONG_MANUAL)
+    assert in_lead(cs["retention policy"], LONG_MANUAL, title="Retention policy pricing")
+    assert all(in_lead(c, MANUAL) for c in mentions(MANUAL).concepts)
+
+
+def test_lead_weight_ranks_the_lead_before_a_detail():
+    """With ``lead_weight`` the first question of a long page asks about what its lead names; without it, a detail
+    first named 80 words down wins on its intent (a cost)."""
+    from agents.synth.offline.questioning import ask as ask_question
+    text = ("You can open the web console from the menu. " + "The console lists items by region and by class, with "
+            "their size and their last change. " * 4 + "An archive bucket costs $0.02 per gigabyte each month. Deleting "
+            "an archive bucket takes a few minutes.")
+
+    def first(lead_weight: float) -> str:
+        x = {"passages": [{"doc_id": "m", "title": "", "text": text}], "previous_questions": [],
+             "offline": {"lead_weight": lead_weight}}
+        return ask_question(x)[2]
+    assert "archive bucket" in first(0.0)
+    assert "archive bucket" not in first(1.0) and "console" in first(1.0)
