@@ -204,8 +204,15 @@ def _anchored(root, anchor: str) -> bool:
     if not anchor:
         return True
     labels = _ANCHORS[anchor]
-    return any(t.ent_type_ in labels for k in root.children if k.dep_ in ("prep", "npadvmod", "advmod", "agent")
-               for t in k.subtree)
+    return any(t.ent_type_ in labels and not _recurring(t) for k in root.children
+               if k.dep_ in ("prep", "npadvmod", "advmod", "agent") for t in k.subtree)
+
+
+def _recurring(t) -> bool:
+    """A date that recurs is no time to ask "when" about: "each month", "per year", "every day", "monthly"."""
+    ent = next((e for e in t.doc.ents if e.start <= t.i < e.end), None)
+    first = (ent[0] if ent is not None else t).lower_
+    return first in ("each", "every", "per", "a", "an") or (ent is not None and len(ent) == 1 and first.endswith("ly"))
 
 
 def _clause(s: Sentence, anchor: str = "") -> Clause | None:

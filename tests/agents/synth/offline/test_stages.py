@@ -293,3 +293,12 @@ def test_lead_weight_ranks_the_lead_before_a_detail():
         return ask_question(x)[2]
     assert "archive bucket" in first(0.0)
     assert "archive bucket" not in first(1.0) and "console" in first(1.0)
+
+
+def test_a_recurring_date_is_no_time_to_ask_when_about():
+    """"costs $0.02 each month" tells how often, not when: no "When does the archive bucket cost ...?"; a date that
+    happened once still offers its "when"."""
+    recurring = "An archive bucket costs $0.02 per gigabyte each month. Deleting an archive bucket takes a few minutes."
+    assert not _offers(recurring).get("time")
+    assert [render(o, "full") for o in _offers("The museum opened in May 2001. It shows modern art.")["time"]] == [
+        "When did the museum open?"]
