@@ -25,7 +25,7 @@ class OfflineConfig(BaseModel):
                                          "before")
     same_passage_weight: float = Field(0.0, ge=0, description="ranking points for a follow-up on the previous "
                                        "turn's passage (people's next question is mostly answered by another one)")
-    lead_weight: float = Field(0.0, ge=0, description="ranking points for a concept the passage names in its lead "
+    lead_weight: float = Field(2.0, ge=0, description="ranking points for a concept the passage names in its lead "
                                "(its title or first ``LEAD_WORDS`` words): what a long page is about, not a detail "
                                "deep in it")
     thread_weight: float = Field(2.5, ge=0, description="ranking points for a follow-up on the conversation's "

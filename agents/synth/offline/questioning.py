@@ -3,7 +3,8 @@
 Every offer of the shown passages (:func:`~agents.synth.offline.intents.passage_offers`) is asked the way the
 conversation allows (:func:`~agents.synth.offline.discourse.ask`) and ranked by the weights of
 :class:`~agents.synth.config.OfflineConfig` (its table in ``docs/experiments/offline-realism.md`` gives the measured
-reason for each default): the intent's prior, the concept's salience in its passage, a passage not used before, and on
+reason for each default): the intent's prior, the concept's salience in its passage, a concept its passage names in
+its lead (:func:`~agents.synth.offline.concepts.in_lead`), a passage not used before, and on
 a follow-up the segment's thread (the same concept), a form that leans on the conversation and the history need (the
 corpus search finds the passage through the rewrite, not through the words asked: ``x["need"]``), minus a cost for
 each rare word the conversation has not said. An (intent, concept) pair the segment asked is not asked again, nor a
