@@ -212,9 +212,11 @@ LEAD_WORDS = 60         # a passage's lead: what a reader sees first (a search s
 
 
 @lru_cache(maxsize=4096)
-def _lead(text: str) -> frozenset[str]:
+def lead(text: str, title: str = "") -> frozenset[str]:
+    """The words of a passage's lead, as lemmas and as written (lower case): its title and its first ``LEAD_WORDS``
+    words."""
     from agents.synth.offline.nlp import passage_doc
-    out: set[str] = set()
+    out: set[str] = set(words(title))
     n = 0
     for t in passage_doc(text):
         if t.is_punct or t.is_space:
@@ -227,11 +229,11 @@ def _lead(text: str) -> frozenset[str]:
 
 
 def in_lead(c: Concept, text: str, title: str = "") -> bool:
-    """The passage names the concept in its lead: every word of it (as lemma or as written) in the title or the
-    first ``LEAD_WORDS`` words. A long manual page that opens on "Creating a bucket" is about buckets; a "retention
-    period" first named 200 words down is one of its details."""
-    lead = _lead(text) | {w.lower() for w in words(title)}
-    return all(w in lead for w in c.key.split()) or all(w.lower() in lead for w in words(c.text))
+    """The passage names the concept in its :func:`lead`: every word of it, as lemma or as written. A long manual
+    page that opens on "Creating a bucket" is about buckets; a "retention period" first named 200 words down is one
+    of its details."""
+    words_of_lead = lead(text, title)
+    return all(w in words_of_lead for w in c.key.split()) or all(w in words_of_lead for w in words(c.text))
 
 
 def top(text: str, title: str = "", idf: dict[str, float] | None = None) -> Concept | None:

@@ -212,7 +212,7 @@ def _recurring(t) -> bool:
     """A date that recurs is no time to ask "when" about: "each month", "per year", "every day", "monthly"."""
     ent = next((e for e in t.doc.ents if e.start <= t.i < e.end), None)
     first = (ent[0] if ent is not None else t).lower_
-    return first in ("each", "every", "per", "a", "an") or (ent is not None and len(ent) == 1 and first.endswith("ly"))
+    return first in lexicon().recurring_date_words or (ent is not None and len(ent) == 1 and first.endswith("ly"))
 
 
 def _clause(s: Sentence, anchor: str = "") -> Clause | None:
@@ -266,8 +266,8 @@ def _agent(s: Sentence) -> str:
 
 def third_person(lemma: str) -> str:
     """The present tense after "who": "manage" -> "manages", "publish" -> "publishes", "fly" -> "flies"."""
-    if lemma in ("have", "be", "do", "go"):
-        return {"have": "has", "be": "is", "do": "does", "go": "goes"}[lemma]
+    if lemma in lexicon().irregular_present:
+        return lexicon().irregular_present[lemma]
     if lemma.endswith(("s", "sh", "ch", "x", "z")):
         return lemma + "es"
     if lemma.endswith("y") and len(lemma) > 1 and lemma[-2] not in "aeiou":

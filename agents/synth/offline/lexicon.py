@@ -67,6 +67,8 @@ class Lexicon:
     people_intents: frozenset[str]
     named_intents: frozenset[str]
     irregular_past: dict[str, str]
+    irregular_present: dict[str, str]
+    recurring_date_words: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -90,5 +92,6 @@ def lexicon() -> Lexicon:
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
                    named_intents=frozenset(data["named_intents"]),
                    interface_verbs=frozenset(data["interface_verbs"]), light_verbs=frozenset(data["light_verbs"]),
-                   irregular_past=dict(data["irregular_past"]),
+                   irregular_past=dict(data["irregular_past"]), irregular_present=dict(data["irregular_present"]),
+                   recurring_date_words=frozenset(data["recurring_date_words"]),
                    intents=intents)
