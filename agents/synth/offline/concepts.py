@@ -54,12 +54,18 @@ def same(a: Concept, b: Concept) -> bool:
 def trim_edges(tokens: list) -> list:
     """Determiners, quantifiers and vague adjectives leave the phrase: "these other annual fees" -> "annual fees"."""
     drop = lexicon().edge_drop
-    while tokens and (tokens[0].lower_ in drop or tokens[0].pos_ in ("DET", "PRON", "NUM", "PUNCT", "ADV")
-                      or tokens[0].tag_ == "POS"):
+    while tokens and ((tokens[0].lower_ in drop and not _in_name(tokens[0]))
+                      or tokens[0].pos_ in ("DET", "PRON", "NUM", "PUNCT", "ADV") or tokens[0].tag_ == "POS"):
         tokens = tokens[1:]
     while tokens and (tokens[-1].pos_ == "PUNCT" or tokens[-1].tag_ == "POS"):
         tokens = tokens[:-1]
     return tokens
+
+
+def _in_name(t) -> bool:
+    """A capitalised word of a name: "New" of "New York", "Great" of "the Great Wall" (not "New" of "New features
+    include ...": an adjective that starts a sentence)."""
+    return t.text[:1].isupper() and t.pos_ == "PROPN" and (t.i + 1 < len(t.doc) and t.doc[t.i + 1].pos_ == "PROPN")
 
 
 @rule("concepts")
@@ -78,10 +84,22 @@ def no_vague_head(tokens: list) -> list:
 
 
 @rule("concepts")
+def no_date_or_number(tokens: list) -> list:
+    """A date, a time or an amount is an answer, not a concept: "March" of "In March 2015 ..." and "the 1990s" are
+    not asked about (nor compared: no "How does March compare to the wall?")."""
+    if tokens and tokens[-1].ent_type_ in _ANSWER_ENTS:
+        return []
+    return tokens
+
+
+_ANSWER_ENTS = ("DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY")
+
+
+@rule("concepts")
 def short_enough(tokens: list) -> list:
     """A concept is what a person types: at most 4 words, no number, identifier or half of a hyphenated word ("the
     custom resolver f1aba936b942", "the CLI plug" of "plug-in" are dropped)."""
-    if len(tokens) > MAX_WORDS or any(t.like_url or t.like_email or t.like_num for t in tokens):
+    if len(tokens) > MAX_WORDS or any(t.like_url or t.like_email or (t.like_num and not _in_name(t)) for t in tokens):
         return []
     if any(not any(c.isalpha() for c in t.text) or code_like(t.text) for t in tokens):
         return []           # (a path, a placeholder or markup: "deployments/:deployment_id")
@@ -100,7 +118,7 @@ def _keeps_case(t) -> bool:
         return True
     if t.is_sent_start or t.i == t.sent.start:
         return (t.pos_ == "PROPN" or bool(t.ent_type_)) and t.lower_ not in _lowercase_words(t.doc)
-    return t.pos_ == "PROPN" or t.ent_type_ in ("NORP", "GPE", "ORG", "PERSON", "LOC", "EVENT", "PRODUCT")
+    return True             # inside a sentence a word is written as it is meant ("an English mathematician")
 
 
 _LOWER: dict[int, frozenset[str]] = {}
@@ -156,6 +174,22 @@ class Mentions:
     bare: frozenset[str]        # keys written at least once without a determiner (a mass noun: "insurance")
 
 
+_NAME_ENTS = ("ORG", "FAC", "WORK_OF_ART", "EVENT", "LAW", "PRODUCT", "GPE", "LOC")
+
+
+def whole_name(chunk):
+    """A noun chunk cut inside a name takes the whole name: "University" of "University of New York" (an
+    organisation the parser names whole) is that university, not "University"."""
+    doc = chunk.doc
+    ent = next((e for e in doc.ents if e.start <= chunk.root.i < e.end), None)
+    if ent is None or ent.label_ not in _NAME_ENTS or ent.end <= chunk.end or ent.start < chunk.start:
+        return chunk
+    tail = doc[chunk.end:ent.end]
+    if tail[-1].pos_ != "PROPN" or any(t.pos_ not in ("PROPN", "ADP", "DET", "CCONJ") for t in tail):
+        return chunk        # (the small model's entity can run on: "The Second World War ended in")
+    return doc[chunk.start:ent.end]
+
+
 @lru_cache(maxsize=4096)
 def mentions(text: str) -> Mentions:
     """The concepts of a passage (cached by text)."""
@@ -164,15 +198,17 @@ def mentions(text: str) -> Mentions:
     first: dict[str, int] = {}
     bare: set[str] = set()
     for i, sent in enumerate(sentence_spans(text)):
+        prose = any(t.dep_ in ("nsubj", "nsubjpass", "csubj", "expl") for t in sent)
         for chunk in sent.noun_chunks:
-            c = concept_of(chunk)
+            c = concept_of(whole_name(chunk))
             if c is None:
                 continue
             found.setdefault(c.key, c)
             counts[c.key] = counts.get(c.key, 0) + 1
             first.setdefault(c.key, i)
-            if chunk[0].pos_ not in ("DET", "PRON") and chunk[0].tag_ != "PRP$":
-                bare.add(c.key)
+            if prose and chunk.root.tag_ not in ("NNS", "NNPS") and chunk[0].pos_ not in ("DET", "PRON") \
+                    and chunk[0].tag_ != "PRP$":
+                bare.add(c.key)     # (a heading or an instruction drops articles: "Delete key", "Enter passcode")
     out = []
     for key, c in found.items():
         if not c.proper and not c.plural and key not in bare:

@@ -5,8 +5,9 @@ cost?"), *pronoun* refers to it ("How much does it cost?"), *ellipsis* leaves it
 the cost?"), and *shift* carries the previous turn's question over to a new concept ("What about the late fee?").
 The standalone form of every follow-up is its full form. Slots: ``{X}`` the concept, ``{Y}`` a second concept,
 ``{it}``/``{them}``/``{its}`` pronouns and ``{is}``/``{does}`` verbs that agree with the concept, ``{V}`` the
-instruction's verb, ``{clause}`` the sentence's clause, ``{active}`` the passive's verb in the active voice (the sentence's tense). The ``forms``
-rules then refuse a rendering no person would type.
+instruction's verb, ``{clause}`` the sentence's clause, ``{kinds}`` a plural or mass concept without its article
+("What kinds of plans are there?"; a singular concept has no kinds: the form is refused), ``{active}`` the passive's
+verb in the active voice (the sentence's tense). The ``forms`` rules then refuse a rendering no person would type.
 """
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def fill(template: str, offer: Offer, pronoun: bool) -> str:
     subj = agree["it"] if pronoun else c.said
     values = {**agree, "X": _indefinite(c) if offer.intent == "definition" else c.said,
               "Y": offer.other.said if offer.other else "{Y}", "V": offer.verb or "{V}", "active": offer.active or "{active}",
-              "clause": _clause(offer.clause, subj, c.plural) if offer.clause else "{clause}"}
+              "clause": _clause(offer.clause, subj, c.plural) if offer.clause else "{clause}",
+              "kinds": c.text if c.plural or (c.article == "" and not c.proper) else "{kinds}"}
     out = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
     out = " ".join(out.split())
     return out[:1].upper() + out[1:]
@@ -61,6 +63,8 @@ def fill(template: str, offer: Offer, pronoun: bool) -> str:
 
 def templates(offer: Offer, kind: str) -> tuple[str, ...]:
     intent = lexicon().intents[offer.intent]
+    if kind == "full" and intent.named_person and offer.concept.person and offer.concept.proper:
+        return intent.named_person      # "Who is Ada Lovelace?", not "What is Ada Lovelace?"
     return {"full": intent.full, "pronoun": intent.pronoun, "ellipsis": intent.ellipsis}[kind]
 
 
@@ -83,10 +87,11 @@ def _patterns() -> tuple[tuple[str, str, re.Pattern], ...]:
     is captured as ``X``, the other slots match any words."""
     out = []
     for name, intent in lexicon().intents.items():
-        for kind, ts in (("full", intent.full), ("pronoun", intent.pronoun), ("ellipsis", intent.ellipsis)):
+        for kind, ts in (("full", intent.full + intent.named_person), ("pronoun", intent.pronoun),
+                         ("ellipsis", intent.ellipsis)):
             for t in ts:
                 rx = re.escape(t[:1].upper() + t[1:])
-                rx = re.sub(r"\\\{(?:X|clause)\\\}", "(?P<X>.+?)", rx, count=1)
+                rx = re.sub(r"\\\{(?:X|clause|kinds)\\\}", "(?P<X>.+?)", rx, count=1)
                 rx = re.sub(r"\\\{\w+\\\}", ".+?", rx)
                 out.append((len(re.sub(r"\{\w+\}", "", t)), name, kind, re.compile(f"^{rx}$", re.IGNORECASE)))
     return tuple((name, kind, pat) for _, name, kind, pat in sorted(out, key=lambda r: -r[0]))

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agents.synth.offline.concepts import Concept, concept_of, gerund_concept, mentions, same
+from agents.synth.offline.concepts import Concept, concept_of, gerund_concept, mentions, same, whole_name
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
 from agents.synth.offline.nlp import prose, sentence_spans
 
@@ -60,7 +60,7 @@ class Sentence:
 def _chunks(span, by_key: dict[str, Concept]) -> dict[int, Concept]:
     out = {}
     for chunk in span.noun_chunks:
-        c = concept_of(chunk)
+        c = concept_of(whole_name(chunk))
         if c is not None:
             out[chunk.root.i] = by_key.get(c.key, c)
     return out
@@ -111,6 +111,17 @@ def affirmed(intent: Intent, s: Sentence) -> bool:
     """A negated sentence offers only a limit, a requirement, a risk, advice or a fix: "Funds cannot be used for
     new construction." answers no "What are funds used for?"."""
     return intent.negated_ok or not _negated(s.span)
+
+
+@rule("intents")
+def a_case_of_now(intent: Intent, s: Sentence) -> bool:
+    """A problem to fix is one someone has: "My laptop won't connect." or "My laptop stopped connecting." offer a
+    fix; "The boycott movement began to fail by 1770." is history and offers none."""
+    if not intent.now:
+        return True
+    root = s.span.root
+    past = root.tag_ == "VBD" or any(k.dep_ in ("aux", "auxpass") and k.tag_ == "VBD" for k in root.children)
+    return not past or any(t.lower_ in lexicon().own_words for t in s.span)
 
 
 def _defines(intent: Intent, s: Sentence) -> bool:
@@ -231,17 +242,31 @@ def _clause(s: Sentence, anchor: str = "") -> Clause | None:
         adj = [k for k in kids if k.dep_ == "acomp" and k.pos_ == "ADJ" and not list(k.children)]
         return Clause("copula", root.lower_ in ("was", "were"), adj[0].lower_) if adj else None
     modal = next((k.lower_ for k in kids if k.tag_ == "MD"), "")
-    rest = ""
-    for k in kids:
-        if k.dep_ == "dobj":
-            toks = list(k.subtree)
-            if len(toks) > 4 or any(t.pos_ == "PRON" for t in toks):
-                return None
-            rest = " " + " ".join(t.text if t.pos_ == "PROPN" else t.lower_ for t in toks)
-    if root.tag_ not in ("VBD", "VBZ", "VBP", "VB", "VBN"):
+    if root.tag_ == "VBN" and not any(k.dep_ in ("aux", "auxpass") for k in kids):
+        return None         # a participle without its auxiliary is a caption or a list entry: "University X founded in 1998"
+    rest = _object(root, kids)
+    if rest is None or root.tag_ not in ("VBD", "VBZ", "VBP", "VB", "VBN"):
         return None
     return Clause("modal" if modal else "active", past and not modal, f"{root.lemma_.lower()} {prt}".strip(), rest,
                   modal)
+
+
+def _object(root, kids) -> str | None:
+    """The words a clause keeps after its verb: a short object ("did X release the app"), the complement of a
+    linking verb ("did India become a republic") and the verb of an infinitive ("did the movement begin to fail");
+    None when the complement is too long to ask with or a pronoun ("When did India become?" says nothing)."""
+    rest = ""
+    for k in kids:
+        if k.dep_ == "xcomp" and k.pos_ == "VERB":
+            rest += " to " + " ".join(t.lower_ for t in [k, *k.children] if t is k or t.dep_ == "prt")
+        elif k.dep_ in ("dobj", "attr", "acomp", "oprd"):
+            toks = list(k.subtree)
+            if len(toks) > 4 or any(t.pos_ == "PRON" or t.ent_type_ == "DATE" for t in toks):
+                return None
+            rest += " " + " ".join(t.text if t.pos_ == "PROPN" else t.lower_ for t in toks)
+    if not rest and root.lemma_.lower() in lexicon().linking_verbs:
+        return None
+    return rest
 
 
 def _agent(s: Sentence) -> str:

@@ -54,6 +54,8 @@ class Intent:
     about: str = "subject"         # which concept: the subject, else the one after / before the cue
     needs_number: bool = False     # the sentence states a number (a cost, a limit, a duration is one)
     anchor: str = ""               # the clause's verb has a date / a place complement ("opened in 1937")
+    named_person: tuple[str, ...] = ()  # full forms for a named person ("Who is Ada Lovelace?")
+    now: bool = False              # a problem someone has: present tense, or told by a person ("my laptop failed")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Lexicon:
     irregular_past: dict[str, str]
     irregular_present: dict[str, str]
     recurring_date_words: frozenset[str]
+    own_words: frozenset[str]
+    linking_verbs: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -86,7 +90,8 @@ def lexicon() -> Lexicon:
             needs_verb=bool(d.get("needs_verb")), needs_clause=bool(d.get("needs_clause")),
             needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
-            about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""))
+            about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""),
+            now=bool(d.get("now")), named_person=tuple(d.get("named_person", [])))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
@@ -94,4 +99,5 @@ def lexicon() -> Lexicon:
                    interface_verbs=frozenset(data["interface_verbs"]), light_verbs=frozenset(data["light_verbs"]),
                    irregular_past=dict(data["irregular_past"]), irregular_present=dict(data["irregular_present"]),
                    recurring_date_words=frozenset(data["recurring_date_words"]),
+                   own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),
                    intents=intents)

@@ -302,3 +302,87 @@ def test_a_recurring_date_is_no_time_to_ask_when_about():
     assert not _offers(recurring).get("time")
     assert [render(o, "full") for o in _offers("The museum opened in May 2001. It shows modern art.")["time"]] == [
         "When did the museum open?"]
+
+
+def test_a_linking_verb_is_asked_with_its_complement():
+    """"became a republic" is asked as "become a republic"; a complement too long to ask with offers no question
+    ("When did Berlin become?" says nothing)."""
+    assert "When did India become a republic?" in [render(o, "full") for o in _offers(
+        "In 1947, India became a republic. It has a parliament.")["time"]]
+    long = _offers("In 1990, Berlin became the capital of a unified Germany. The city has many museums.")
+    assert not any(render(o, "full").endswith("become?") for o in long.get("time", []))
+
+
+def test_a_caption_is_no_clause_and_a_name_is_whole():
+    """A list of "X founded in 1998" entries (a participle without its auxiliary) offers no "When did X found?",
+    and the parser's whole name of an organisation is its concept, not its first word."""
+    text = "University of New York in Prague founded in 1998. It offers degrees in business."
+    assert not _offers(text).get("time")
+    names = {c.text for c in mentions(text).concepts}
+    assert "University of New York" in names and "University" not in names
+
+
+def test_history_is_no_problem_to_fix():
+    """A fix is asked of a problem someone has: told in the present, or by the person who has it; a third-person
+    past is history."""
+    assert not _offers("The boycott movement began to fail by 1770. Merchants resumed trade.").get("fix")
+    assert "printer" in {o.concept.text for o in _offers("My printer failed after the update. I use Linux.")["fix"]}
+    assert "printer" in {o.concept.text for o in _offers("The printer fails after the update. It is old.")["fix"]}
+
+
+def test_a_date_or_an_amount_is_no_concept_nor_a_comparison():
+    """"March" of "In March 2015" is an answer, not a concept; "more than 10 km" is an amount, not a comparison;
+    "longer than the river path" is one."""
+    assert "March" not in {c.text for c in mentions("In March 2015 the new sections were discovered.").concepts}
+    assert not _offers("The trail is more than 10 km long. Hikers like it.").get("comparison")
+    assert "river path" in {o.other.text for o in _offers("The trail is longer than the river path. It is steep.")[
+        "comparison"]}
+
+
+def test_otherwise_is_a_risk_only_as_a_clause():
+    """"..., otherwise you lose the changes" warns of a risk; "an otherwise decent movie" does not."""
+    assert _offers("Save the file before you quit, otherwise you lose the changes. Saving takes a second.").get("risk")
+    assert not _offers("An otherwise decent movie has a terrible ending. Viewers complain.").get("risk")
+
+
+def test_an_instruction_drops_articles_but_a_mass_noun_is_bare_in_prose():
+    """"Enter passcode in the field" writes a countable noun without its article (an instruction, a heading): it is
+    asked as "the passcode"; "You can buy insurance online" is a mass noun in a sentence with a subject."""
+    cs = {c.text: c for c in mentions("Enter passcode in the field and click Save. You can buy insurance online.")
+          .concepts}
+    assert cs["passcode"].said == "the passcode" and cs["insurance"].said == "insurance"
+
+
+def test_a_name_keeps_its_words_and_a_judgement_leaves_the_phrase():
+    """"New" of "New York" and "Great" of "the Great Wall" belong to the name; "New" of "New features" and the
+    judgement of "an otherwise decent movie" do not ("the movie")."""
+    texts = {c.text for c in mentions("The Great Wall of China is long. New York is big. New features include tags. "
+                                      "The Second World War ended in 1945.").concepts}
+    assert {"Great Wall of China", "New York", "features", "Second World War"} <= texts
+    assert not {"Wall", "York", "World War"} & texts
+    assert {c.said for c in mentions("An otherwise decent movie has a terrible ending.").concepts} == {
+        "the movie", "the ending"}
+
+
+def test_kinds_are_asked_of_a_plural_or_mass_concept_only():
+    """"What kinds of plans are there?", "What kinds of support are there?", never "What kinds of the plus plan are
+    there?" (a singular concept has no kinds; its other form is asked)."""
+    from agents.synth.offline.concepts import Concept
+    from agents.synth.offline.intents import Offer
+
+    def kinds(text, plural, article):
+        c = Concept(text, text, text.split()[-1], plural, False, article)
+        return render(Offer("example", c, 0, "x"), "full", 1), render(Offer("example", c, 0, "x"), "full", 0)
+    assert kinds("plans", True, "") == ("What kinds of plans are there?", "What are some examples of plans?")
+    assert kinds("support", False, "")[0] == "What kinds of support are there?"
+    assert kinds("plus plan", False, "the") == (None, "What are some examples of the plus plan?")
+
+
+def test_a_named_person_is_asked_who_and_a_plural_makes_no_mass_noun():
+    """"Who is Ada Lovelace?", not "What is Ada Lovelace?"; "Administrators can reset passwords" (a plural, bare
+    as every plural is) leaves "an administrator" countable: "What is an administrator?"."""
+    assert "Who is Ada Lovelace?" in [render(o, "full") for o in _offers(
+        "Ada Lovelace was an English mathematician. She wrote the first program.")["definition"]]
+    text = "An administrator is a person who manages the system. Administrators can reset passwords."
+    assert [render(o, "full") for o in _offers(text)["definition"]] == ["What is an administrator?"]
+    assert "English mathematician" in {c.text for c in mentions("Ada Lovelace was an English mathematician.").concepts}
