@@ -28,7 +28,7 @@ from agents.synth.offline.concepts import Concept, in_lead, top, weights
 from agents.synth.offline.discourse import Segment, Shares, ask as ask_form, read
 from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
-from agents.synth.offline.intents import Offer, passage_offers
+from agents.synth.offline.intents import Offer, passage_offers, people_ok
 from agents.synth.offline.lexicon import lexicon
 from agents.synth.offline.checks import answer, offers_about, verify
 from agents.synth.prompt_parts import seed_int
@@ -162,8 +162,9 @@ def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
     shares = Shares.of(w)
     for k in range(len(UNANSWERABLE_INTENTS)):
         intent = UNANSWERABLE_INTENTS[(start + k) % len(UNANSWERABLE_INTENTS)]
-        if any(offers_about(intent, concept, p["text"]) for p in passages):
-            continue
+        if not people_ok(lexicon().intents[intent], concept) or any(
+                offers_about(intent, concept, p["text"]) for p in passages):
+            continue        # (a river is not priced, even when no passage prices it: no "How much does the Nile cost?")
         offer = Offer(intent, concept, 0, "")
         if render(offer, "full") is None:
             continue

@@ -4,6 +4,7 @@ from agents.synth import text as T
 from agents.synth.answerer import Answerer
 from agents.synth.humanizer import Humanizer, humanizer_guard
 from agents.synth.offline.checks import also_answers, read_question
+from agents.synth.offline.errors import NothingToAsk
 from agents.synth.questioner import Questioner
 from agents.synth.uniqueness import UniquenessJudge
 from agents.synth.verifier import Verifier
@@ -79,3 +80,19 @@ def test_offline_humanizer_and_guards():
     assert humanizer_guard("What is X?", "what is x and y and z and more?")[1] == "longer than 1.3x the original"
     assert humanizer_guard("What is X?", "x?") == ("What is X?", "too short")
     assert humanizer_guard("What is X?", "whats x?") == ("whats x?", None)
+
+
+def test_an_unanswerable_question_about_a_named_place_does_not_price_or_time_it():
+    """A river is described, located or dated, never priced or timed, even when no passage answers: the
+    unanswerable turn about "the Nile" asks one of the intents a place can have (here: examples or purpose, not
+    cost, limit or duration)."""
+    nile = {"doc_id": "n", "title": "", "text": "The Nile is a major river in Africa. It flows north into the "
+                                                "Mediterranean Sea. Egypt depends on the Nile for water."}
+    asked = set()
+    for attempt in range(6):
+        try:
+            asked.add(Questioner().run_offline({"passages": [nile], "unanswerable": True,
+                                                "attempt": attempt}).standalone_question)
+        except NothingToAsk:    # every intent a place can have is offered
+            pass
+    assert not any(w in q.lower() for q in asked for w in ("cost", "how long", "limit")), asked
