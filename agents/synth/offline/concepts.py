@@ -171,7 +171,7 @@ class Mentions:
     concepts: tuple[Concept, ...]
     counts: dict[str, int]
     first: dict[str, int]
-    bare: frozenset[str]        # keys written at least once without a determiner (a mass noun: "insurance")
+    bare: frozenset[str]        # keys written without a determiner in a sentence (a mass noun: "insurance")
 
 
 _NAME_ENTS = ("ORG", "FAC", "WORK_OF_ART", "EVENT", "LAW", "PRODUCT", "GPE", "LOC")
@@ -196,7 +196,9 @@ def mentions(text: str) -> Mentions:
     found: dict[str, Concept] = {}
     counts: dict[str, int] = {}
     first: dict[str, int] = {}
-    bare: set[str] = set()
+    bare: dict[str, int] = {}       # singular uses without a determiner in a sentence with a subject
+    det: dict[str, int] = {}        # uses with a determiner or a possessive
+    indefinite: set[str] = set()    # written with "a"/"an" somewhere: countable
     for i, sent in enumerate(sentence_spans(text)):
         prose = any(t.dep_ in ("nsubj", "nsubjpass", "csubj", "expl") for t in sent)
         for chunk in sent.noun_chunks:
@@ -206,15 +208,33 @@ def mentions(text: str) -> Mentions:
             found.setdefault(c.key, c)
             counts[c.key] = counts.get(c.key, 0) + 1
             first.setdefault(c.key, i)
-            if prose and chunk.root.tag_ not in ("NNS", "NNPS") and chunk[0].pos_ not in ("DET", "PRON") \
-                    and chunk[0].tag_ != "PRP$":
-                bare.add(c.key)     # (a heading or an instruction drops articles: "Delete key", "Enter passcode")
+            if chunk[0].pos_ in ("DET", "PRON") or chunk[0].tag_ == "PRP$":
+                det[c.key] = det.get(c.key, 0) + 1
+                if chunk[0].lower_ in ("a", "an"):
+                    indefinite.add(c.key)
+            elif prose and chunk.root.tag_ not in ("NNS", "NNPS") and not _numbered(chunk):
+                bare[c.key] = bare.get(c.key, 0) + 1
     out = []
     for key, c in found.items():
-        if not c.proper and not c.plural and key not in bare:
+        if not c.plural and _takes_the(key, c.proper, bare.get(key, 0), det.get(key, 0), key in indefinite):
             c = Concept(c.text, c.key, c.head, c.plural, c.proper, "the", c.person, c.named)
         out.append(c)
     return Mentions(tuple(out), counts, first, frozenset(bare))
+
+
+def _numbered(chunk) -> bool:
+    """A noun before its number or identifier goes without an article: "version 2.0", "step 3"."""
+    nxt = chunk.end < len(chunk.doc) and chunk.doc[chunk.end]
+    return bool(nxt) and (nxt.like_num or any(ch.isdigit() for ch in nxt.text))
+
+
+def _takes_the(key: str, proper: bool, bare: int, det: int, indefinite: bool) -> bool:
+    """How a question names a singular concept: a common noun takes "the" unless the passage writes it bare in
+    its sentences more often than with a determiner, and never with "a" ("insurance", "data"); a name takes
+    "the" when the passage writes it with one as often as without or more ("the SDK", "the Nile"; "IBM Cloud")."""
+    if proper:
+        return det > 0 and det >= bare
+    return indefinite or det >= bare
 
 
 DEFAULT_IDF = 2.0       # a word the corpus idf table leaves out is common (idf below its floor)

@@ -386,3 +386,14 @@ def test_a_named_person_is_asked_who_and_a_plural_makes_no_mass_noun():
     text = "An administrator is a person who manages the system. Administrators can reset passwords."
     assert [render(o, "full") for o in _offers(text)["definition"]] == ["What is an administrator?"]
     assert "English mathematician" in {c.text for c in mentions("Ada Lovelace was an English mathematician.").concepts}
+
+
+@pytest.mark.parametrize("text, said", [
+    ("You can use SDK to call the service. Install the SDK first.", "the SDK"),       # a name written with "the"
+    ("The Nile flows north. Egypt depends on the Nile.", "the Nile"),
+    ("IBM Cloud offers storage. You can sign up for IBM Cloud.", "IBM Cloud"),
+    ("Version 2.0 adds support for tokens. The version is free.", "the version"),   # bare before its number
+    ("Data is encrypted at rest. You can export data at any time.", "data"),        # a mass noun, bare in prose
+])
+def test_the_article_a_question_gives_a_concept(text, said):
+    assert said in {c.said for c in mentions(text).concepts}
