@@ -85,14 +85,16 @@ def no_vague_head(tokens: list) -> list:
 
 @rule("concepts")
 def no_date_or_number(tokens: list) -> list:
-    """A date, a time or an amount is an answer, not a concept: "March" of "In March 2015 ..." and "the 1990s" are
-    not asked about (nor compared: no "How does March compare to the wall?")."""
-    if tokens and tokens[-1].ent_type_ in _ANSWER_ENTS:
+    """A day, a month or an amount is an answer, not a concept: "March" of "In March 2015 ..." is not asked about
+    (nor compared: no "How does March compare to the wall?"); "the 1960s" or "the summer festival" still are."""
+    head = tokens[-1] if tokens else None
+    if head is not None and (head.ent_type_ in _AMOUNT_ENTS or (
+            head.ent_type_ in ("DATE", "TIME") and head.lower_ in lexicon().calendar_words)):
         return []
     return tokens
 
 
-_ANSWER_ENTS = ("DATE", "TIME", "CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY")
+_AMOUNT_ENTS = ("CARDINAL", "ORDINAL", "PERCENT", "MONEY", "QUANTITY")
 
 
 @rule("concepts")

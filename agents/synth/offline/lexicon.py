@@ -73,6 +73,7 @@ class Lexicon:
     recurring_date_words: frozenset[str]
     own_words: frozenset[str]
     linking_verbs: frozenset[str]
+    calendar_words: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -100,4 +101,5 @@ def lexicon() -> Lexicon:
                    irregular_past=dict(data["irregular_past"]), irregular_present=dict(data["irregular_present"]),
                    recurring_date_words=frozenset(data["recurring_date_words"]),
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),
+                   calendar_words=frozenset(data["calendar_words"]),
                    intents=intents)

@@ -334,6 +334,7 @@ def test_a_date_or_an_amount_is_no_concept_nor_a_comparison():
     """"March" of "In March 2015" is an answer, not a concept; "more than 10 km" is an amount, not a comparison;
     "longer than the river path" is one."""
     assert "March" not in {c.text for c in mentions("In March 2015 the new sections were discovered.").concepts}
+    assert "summer festival" in {c.text for c in mentions("The summer festival is popular. It is free.").concepts}
     assert not _offers("The trail is more than 10 km long. Hikers like it.").get("comparison")
     assert "river path" in {o.other.text for o in _offers("The trail is longer than the river path. It is steep.")[
         "comparison"]}
