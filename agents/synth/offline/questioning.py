@@ -18,7 +18,8 @@ list), the first that passes the checks stage is asked (:func:`_verifiable`): a 
 of losing them to verifier rejections.
 
 An unanswerable turn asks, about the segment's concept (or the shown passages' most salient one), an intent that no
-shown passage offers about it; the uniqueness check then searches the whole corpus for a passage that does, and
+shown passage offers about it, first those one offers about another concept (a question such pages answer: a price
+beside a pricing page, an example beside an encyclopedia's examples); the uniqueness check then searches the whole corpus for a passage that does, and
 sends the question back when one is found.
 """
 from __future__ import annotations
@@ -160,8 +161,11 @@ def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
     earlier = list(x.get("previous_standalone") or []) + list(x.get("previous_questions") or [])
     start = seed_int("unanswerable", concept.key, len(earlier), x.get("attempt", 0))
     shares = Shares.of(w)
-    for k in range(len(UNANSWERABLE_INTENTS)):
-        intent = UNANSWERABLE_INTENTS[(start + k) % len(UNANSWERABLE_INTENTS)]
+    in_genre = {o.intent for p in passages for o in passage_offers(p["text"])}
+    n = len(UNANSWERABLE_INTENTS)
+    order = sorted(range(n), key=lambda k: (UNANSWERABLE_INTENTS[(start + k) % n] not in in_genre, k))
+    for k in order:
+        intent = UNANSWERABLE_INTENTS[(start + k) % n]
         if not people_ok(lexicon().intents[intent], concept) or any(
                 offers_about(intent, concept, p["text"]) for p in passages):
             continue        # (a river is not priced, even when no passage prices it: no "How much does the Nile cost?")

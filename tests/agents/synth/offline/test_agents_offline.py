@@ -96,3 +96,22 @@ def test_an_unanswerable_question_about_a_named_place_does_not_price_or_time_it(
         except NothingToAsk:    # every intent a place can have is offered
             pass
     assert not any(w in q.lower() for q in asked for w in ("cost", "how long", "limit")), asked
+
+
+def test_an_unanswerable_question_asks_first_what_such_pages_answer():
+    """The unanswerable turn asks first an intent the shown passages offer about another concept: beside a page of
+    advice on files, advice on the archive tier (which no page gives), not its price; beside a pricing page, a price
+    may be asked."""
+    archive = {"doc_id": "a", "title": "", "text": "The archive tier keeps objects for years. You should compress "
+                                                   "files before you upload them."}
+    pricing = {"doc_id": "b", "title": "", "text": "A bucket costs $0.02 per gigabyte each month."}
+    asked = {"advice": set(), "pricing": set()}
+    for attempt in range(8):
+        for key, shown in (("advice", [archive]), ("pricing", [archive, pricing])):
+            try:
+                asked[key].add(Questioner().run_offline({"passages": shown, "unanswerable": True,
+                                                         "attempt": attempt}).standalone_question)
+            except NothingToAsk:
+                pass
+    assert asked["advice"] and not any("cost" in q for q in asked["advice"]), asked
+    assert any("cost" in q for q in asked["pricing"]), asked
