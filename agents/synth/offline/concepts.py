@@ -148,8 +148,8 @@ def concept_of(chunk) -> Concept | None:
         tokens = r(tokens)
         if not tokens:
             return None
-    head = tokens[-1]
-    proper = head.pos_ == "PROPN"
+    head = chunk.root if any(t.i == chunk.root.i for t in tokens) else tokens[-1]    # "University" of "University of
+    proper = head.pos_ == "PROPN"                                                   # New York", not "York"
     keep = [_keeps_case(t) for t in tokens]
     if len(tokens) > 1 and keep[1] and tokens[1].text[:1].isupper() and tokens[0].text[:1].isupper():
         keep[0] = True      # a name's first word at a sentence's start: "Object Storage is ..." (not "object Storage")

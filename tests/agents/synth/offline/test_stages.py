@@ -318,8 +318,9 @@ def test_a_caption_is_no_clause_and_a_name_is_whole():
     and the parser's whole name of an organisation is its concept, not its first word."""
     text = "University of New York in Prague founded in 1998. It offers degrees in business."
     assert not _offers(text).get("time")
-    names = {c.text for c in mentions(text).concepts}
-    assert "University of New York" in names and "University" not in names
+    cs = {c.text: c for c in mentions(text + " New York is big.").concepts}
+    assert "University of New York" in cs and "University" not in cs
+    assert cs["University of New York"].head == "university" and not same(cs["University of New York"], cs["New York"])
 
 
 def test_history_is_no_problem_to_fix():
