@@ -19,7 +19,8 @@ of losing them to verifier rejections.
 
 An unanswerable turn asks, about the segment's concept (or the shown passages' most salient one), an intent that no
 shown passage offers about it, first those one offers about another concept (a question such pages answer: a price
-beside a pricing page, an example beside an encyclopedia's examples); the uniqueness check then searches the whole corpus for a passage that does, and
+beside a pricing page, an example beside an encyclopedia's examples) and those the concept can have (a river is not
+priced while another intent is left); the uniqueness check then searches the whole corpus for a passage that does, and
 sends the question back when one is found.
 """
 from __future__ import annotations
@@ -164,11 +165,11 @@ def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
     in_genre = {o.intent for p in passages for o in passage_offers(p["text"])}
     n = len(UNANSWERABLE_INTENTS)
     order = sorted(range(n), key=lambda k: (UNANSWERABLE_INTENTS[(start + k) % n] not in in_genre, k))
-    for k in order:
+    fits = [k for k in order if people_ok(lexicon().intents[UNANSWERABLE_INTENTS[(start + k) % n]], concept)]
+    for k in fits + [k for k in order if k not in fits]:    # (a river is priced only when nothing else is left)
         intent = UNANSWERABLE_INTENTS[(start + k) % n]
-        if not people_ok(lexicon().intents[intent], concept) or any(
-                offers_about(intent, concept, p["text"]) for p in passages):
-            continue        # (a river is not priced, even when no passage prices it: no "How much does the Nile cost?")
+        if any(offers_about(intent, concept, p["text"]) for p in passages):
+            continue
         offer = Offer(intent, concept, 0, "")
         if render(offer, "full") is None:
             continue

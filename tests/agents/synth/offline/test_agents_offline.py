@@ -83,9 +83,9 @@ def test_offline_humanizer_and_guards():
 
 
 def test_an_unanswerable_question_about_a_named_place_does_not_price_or_time_it():
-    """A river is described, located or dated, never priced or timed, even when no passage answers: the
-    unanswerable turn about "the Nile" asks one of the intents a place can have (here: examples or purpose, not
-    cost, limit or duration)."""
+    """A river is described, located or dated, not priced or timed, even when no passage answers: while an intent a
+    place can have is left, the unanswerable turn about "the Nile" asks one of those (here: examples or purpose,
+    not cost, limit or duration)."""
     nile = {"doc_id": "n", "title": "", "text": "The Nile is a major river in Africa. It flows north into the "
                                                 "Mediterranean Sea. Egypt depends on the Nile for water."}
     asked = set()
