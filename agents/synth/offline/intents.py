@@ -253,14 +253,15 @@ def _clause(s: Sentence, anchor: str = "") -> Clause | None:
 
 def _object(root, kids) -> str | None:
     """The words a clause keeps after its verb: a short object ("did X release the app"), the complement of a
-    linking verb ("did India become a republic") and the verb of an infinitive ("did the movement begin to fail");
-    None when the complement is too long to ask with or a pronoun ("When did India become?" says nothing)."""
+    linking verb ("did India become a republic"; "did Berlin become the capital" of "... the capital of a unified
+    Germany": the phrase up to its head) and the verb of an infinitive ("did the movement begin to fail"); None
+    when the complement is too long to ask with or a pronoun ("When did India become?" says nothing)."""
     rest = ""
     for k in kids:
         if k.dep_ == "xcomp" and k.pos_ == "VERB":
             rest += " to " + " ".join(t.lower_ for t in [k, *k.children] if t is k or t.dep_ == "prt")
         elif k.dep_ in ("dobj", "attr", "acomp", "oprd"):
-            toks = list(k.subtree)
+            toks = [t for t in k.subtree if t.i <= k.i]     # the phrase up to its head: "the capital" (of ...)
             if len(toks) > 4 or any(t.pos_ == "PRON" or t.ent_type_ == "DATE" for t in toks):
                 return None
             rest += " " + " ".join(t.text if t.pos_ == "PROPN" else t.lower_ for t in toks)

@@ -305,12 +305,13 @@ def test_a_recurring_date_is_no_time_to_ask_when_about():
 
 
 def test_a_linking_verb_is_asked_with_its_complement():
-    """"became a republic" is asked as "become a republic"; a complement too long to ask with offers no question
-    ("When did Berlin become?" says nothing)."""
+    """"became a republic" is asked as "become a republic", "became the capital of a unified Germany" as "become
+    the capital" (the phrase up to its head); never "When did Berlin become?" (it says nothing)."""
     assert "When did India become a republic?" in [render(o, "full") for o in _offers(
         "In 1947, India became a republic. It has a parliament.")["time"]]
-    long = _offers("In 1990, Berlin became the capital of a unified Germany. The city has many museums.")
-    assert not any(render(o, "full").endswith("become?") for o in long.get("time", []))
+    long = [render(o, "full") for o in _offers("In 1990, Berlin became the capital of a unified Germany. The city "
+                                               "has many museums.").get("time", [])]
+    assert "When did Berlin become the capital?" in long and not any(q.endswith("become?") for q in long)
 
 
 def test_a_caption_is_no_clause_and_a_name_is_whole():
