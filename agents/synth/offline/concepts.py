@@ -179,11 +179,16 @@ class Mentions:
 _NAME_ENTS = ("ORG", "FAC", "WORK_OF_ART", "EVENT", "LAW", "PRODUCT", "GPE", "LOC")
 
 
+def entity_of(t):
+    """The named entity span that holds token ``t`` (None outside one)."""
+    return next((e for e in t.doc.ents if e.start <= t.i < e.end), None)
+
+
 def whole_name(chunk):
     """A noun chunk cut inside a name takes the whole name: "University" of "University of New York" (an
     organisation the parser names whole) is that university, not "University"."""
     doc = chunk.doc
-    ent = next((e for e in doc.ents if e.start <= chunk.root.i < e.end), None)
+    ent = entity_of(chunk.root)
     if ent is None or ent.label_ not in _NAME_ENTS or ent.end <= chunk.end or ent.start < chunk.start:
         return chunk
     tail = doc[chunk.end:ent.end]
@@ -218,7 +223,7 @@ def mentions(text: str) -> Mentions:
                 bare[c.key] = bare.get(c.key, 0) + 1
     out = []
     for key, c in found.items():
-        if not c.plural and _takes_the(key, c.proper, bare.get(key, 0), det.get(key, 0), key in indefinite):
+        if not c.plural and _takes_the(c.proper, bare.get(key, 0), det.get(key, 0), key in indefinite):
             c = Concept(c.text, c.key, c.head, c.plural, c.proper, "the", c.person, c.named)
         out.append(c)
     return Mentions(tuple(out), counts, first, frozenset(bare))
@@ -226,11 +231,13 @@ def mentions(text: str) -> Mentions:
 
 def _numbered(chunk) -> bool:
     """A noun before its number or identifier goes without an article: "version 2.0", "step 3"."""
-    nxt = chunk.end < len(chunk.doc) and chunk.doc[chunk.end]
-    return bool(nxt) and (nxt.like_num or any(ch.isdigit() for ch in nxt.text))
+    if chunk.end >= len(chunk.doc):
+        return False
+    nxt = chunk.doc[chunk.end]
+    return nxt.like_num or any(ch.isdigit() for ch in nxt.text)
 
 
-def _takes_the(key: str, proper: bool, bare: int, det: int, indefinite: bool) -> bool:
+def _takes_the(proper: bool, bare: int, det: int, indefinite: bool) -> bool:
     """How a question names a singular concept: a common noun takes "the" unless the passage writes it bare in
     its sentences more often than with a determiner, and never with "a" ("insurance", "data"); a name takes
     "the" when the passage writes it with one as often as without or more ("the SDK", "the Nile"; "IBM Cloud")."""

@@ -14,7 +14,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from agents.synth.offline.concepts import Concept, concept_of, gerund_concept, mentions, same, whole_name
+from agents.synth.offline.concepts import (Concept, concept_of, entity_of, gerund_concept, mentions, same,
+                                          whole_name)
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
 from agents.synth.offline.nlp import prose, sentence_spans
 
@@ -221,7 +222,7 @@ def _anchored(root, anchor: str) -> bool:
 
 def _recurring(t) -> bool:
     """A date that recurs is no time to ask "when" about: "each month", "per year", "every day", "monthly"."""
-    ent = next((e for e in t.doc.ents if e.start <= t.i < e.end), None)
+    ent = entity_of(t)
     first = (ent[0] if ent is not None else t).lower_
     return first in lexicon().recurring_date_words or (ent is not None and len(ent) == 1 and first.endswith("ly"))
 

@@ -164,10 +164,9 @@ def _unanswerable(x: dict, w: dict) -> tuple[int, str, str]:
     shares = Shares.of(w)
     in_genre = {o.intent for p in passages for o in passage_offers(p["text"])}
     n = len(UNANSWERABLE_INTENTS)
-    order = sorted(range(n), key=lambda k: (UNANSWERABLE_INTENTS[(start + k) % n] not in in_genre, k))
-    fits = [k for k in order if people_ok(lexicon().intents[UNANSWERABLE_INTENTS[(start + k) % n]], concept)]
-    for k in fits + [k for k in order if k not in fits]:    # (a river is priced only when nothing else is left)
-        intent = UNANSWERABLE_INTENTS[(start + k) % n]
+    rotated = sorted((UNANSWERABLE_INTENTS[(start + k) % n] for k in range(n)), key=lambda i: i not in in_genre)
+    fits = [i for i in rotated if people_ok(lexicon().intents[i], concept)]
+    for intent in fits + [i for i in rotated if i not in fits]:    # (a river is priced only when nothing else is left)
         if any(offers_about(intent, concept, p["text"]) for p in passages):
             continue
         offer = Offer(intent, concept, 0, "")
