@@ -61,9 +61,17 @@ def fill(template: str, offer: Offer, pronoun: bool) -> str:
     return out[:1].upper() + out[1:]
 
 
+def _person_name(text: str) -> bool:
+    """Written as a person's name: capitalised words of letters, none an acronym ("Ada Lovelace", "J. K. Rowling";
+    not "json", not "IBM Cloud Backup")."""
+    ws = [w.replace("-", "").replace(".", "") for w in text.split()]
+    return bool(ws) and all(w[:1].isupper() and w.isalpha() and not (len(w) > 1 and w.isupper()) for w in ws)
+
+
 def templates(offer: Offer, kind: str) -> tuple[str, ...]:
     intent = lexicon().intents[offer.intent]
-    if kind == "full" and intent.named_person and offer.concept.person and offer.concept.proper:
+    if kind == "full" and intent.named_person and offer.concept.person and offer.concept.proper \
+            and _person_name(offer.concept.text):
         return intent.named_person      # "Who is Ada Lovelace?", not "What is Ada Lovelace?"
     return {"full": intent.full, "pronoun": intent.pronoun, "ellipsis": intent.ellipsis}[kind]
 

@@ -210,11 +210,24 @@ def _procedure(s: Sentence) -> tuple[str, Concept] | None:
 _ANCHORS = {"date": ("DATE",), "place": ("GPE", "LOC", "FAC")}
 
 
+def _time_span(k) -> bool:
+    """The verb's dependent ``k`` states a span of time: a number and a unit, after "for", "within" or "over", or
+    as what "take" or "last" governs ("kept for 30 days", "takes a few minutes"; not "covers the last 12 months")."""
+    if not ((k.dep_ == "prep" and k.lower_ in ("for", "within", "over")) or k.dep_ == "npadvmod"
+            or (k.dep_ == "dobj" and k.head.lemma_.lower() in ("take", "last"))):
+        return False
+    sub = list(k.subtree)
+    return any(t.lemma_.lower() in lexicon().duration_units for t in sub) and any(
+        t.like_num or t.lower_ in ("few", "several", "couple") for t in sub)
+
+
 def _anchored(root, anchor: str) -> bool:
-    """The verb has a complement of the anchor's kind: a date ("opened in 1937") or a place ("originated in the
-    Andes")."""
+    """The verb has a complement of the anchor's kind: a date ("opened in 1937"), a place ("originated in the
+    Andes") or a span of time said of the subject ("Backups are kept for 30 days"; not "Write the 30-day report")."""
     if not anchor:
         return True
+    if anchor == "span":
+        return any(k.dep_ not in ("nsubj", "nsubjpass", "csubj") and _time_span(k) for k in root.children)
     labels = _ANCHORS[anchor]
     return any(t.ent_type_ in labels and not _recurring(t) for k in root.children
                if k.dep_ in ("prep", "npadvmod", "advmod", "agent") for t in k.subtree)
@@ -236,13 +249,17 @@ def _clause(s: Sentence, anchor: str = "") -> Clause | None:
     past = root.tag_ in ("VBD", "VBN") and not any(k.lower_ in ("is", "are", "has", "have") for k in kids)
     auxpass = [k for k in kids if k.dep_ == "auxpass"]
     prt = " ".join(k.lower_ for k in kids if k.dep_ == "prt")
+    modal = next((k.lower_ for k in kids if k.tag_ == "MD"), "")
+    if auxpass and modal:       # "can be used for 30 days" -> "can the plan be used"
+        return Clause("modal", False, f"be {root.lower_} {prt}".strip(), "", modal)
     if auxpass:
         past = auxpass[0].lower_ in ("was", "were")
         return Clause("passive", past, f"{root.lower_} {prt}".strip())
+    if anchor == "span":        # the span is what is asked: "How long are backups kept?", not "... kept 30 days?"
+        kids = [k for k in kids if not _time_span(k)]
     if root.lemma_ == "be":
         adj = [k for k in kids if k.dep_ == "acomp" and k.pos_ == "ADJ" and not list(k.children)]
         return Clause("copula", root.lower_ in ("was", "were"), adj[0].lower_) if adj else None
-    modal = next((k.lower_ for k in kids if k.tag_ == "MD"), "")
     if root.tag_ == "VBN" and not any(k.dep_ in ("aux", "auxpass") for k in kids):
         return None         # a participle without its auxiliary is a caption or a list entry: "University X founded in 1998"
     rest = _object(root, kids)

@@ -74,6 +74,7 @@ class Lexicon:
     own_words: frozenset[str]
     linking_verbs: frozenset[str]
     calendar_words: frozenset[str]
+    duration_units: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -102,4 +103,5 @@ def lexicon() -> Lexicon:
                    recurring_date_words=frozenset(data["recurring_date_words"]),
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),
                    calendar_words=frozenset(data["calendar_words"]),
+                   duration_units=frozenset(data["duration_units"]),
                    intents=intents)

@@ -400,3 +400,32 @@ def test_a_named_person_is_asked_who_and_a_plural_makes_no_mass_noun():
 ])
 def test_the_article_a_question_gives_a_concept(text, said):
     assert said in {c.said for c in mentions(text).concepts}
+
+
+def test_who_is_asked_only_of_what_is_written_as_a_persons_name():
+    """A name the parser calls a person but that is no person's name (lower case, an acronym in it) is asked "What
+    is ...?": "Who is IBM Cloud Backup?" is nonsense."""
+    from agents.synth.offline.forms import _person_name
+    assert _person_name("Ada Lovelace") and _person_name("J. K. Rowling") and _person_name("Jean-Luc Picard")
+    assert not _person_name("json") and not _person_name("IBM Cloud Backup") and not _person_name("006D man")
+
+
+@pytest.mark.parametrize("text, asked", [
+    ("Backups are kept for 30 days after the instance is deleted.", "How long are backups kept?"),
+    ("The trial plan can be used for 30 days by new customers.", "How long can the trial plan be used?"),
+    ("The migration of the database took about two hours.", "How long did the migration take?"),
+    (MANUAL, "How long does deleting a bucket take?"),
+])
+def test_how_long_asks_with_the_verb_the_span_is_said_of(text, asked):
+    """"How long" asks with the sentence's own verb and tense ("How long are backups kept?"), never a verb the
+    passage does not say ("How long do backups last?")."""
+    assert asked in [render(o, "full") for o in _offers(text).get("duration", [])]
+
+
+@pytest.mark.parametrize("text", [
+    "The report covers the last 12 months of sales.",           # a period covered is no span the report lasts
+    "Write the 30-day report before the meeting ends.",          # no span said of a subject
+    "The passages were read in 5 days of testing by reviewers.",  # "in 5 days": when, not how long
+])
+def test_a_number_of_days_is_no_duration_unless_said_of_the_subject(text):
+    assert not _offers(text).get("duration"), [render(o, "full") for o in _offers(text).get("duration", [])]
