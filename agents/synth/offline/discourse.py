@@ -21,6 +21,9 @@ from agents.synth.offline.lexicon import lexicon, rule
 from agents.synth.text import words
 
 
+CONTEXT = "in"       # how a rewrite adds the conversation's focus ("... in IBM Cloud Kubernetes Service?")
+
+
 @lru_cache(maxsize=2048)
 def full_forms(text: str) -> dict[str, Offer]:
     """Every full form of every offer of a passage -> its offer (the reverse of rendering)."""
@@ -83,7 +86,10 @@ def read(segment: list[dict]) -> Segment:
     """The :class:`Segment` of the accepted turns ``segment`` ([{standalone_question, gold_text, ...}])."""
     seg = Segment(turns=len(segment))
     for t in segment:
-        o = offer_of(t.get("standalone_question") or "", t.get("gold_text") or "")
+        standalone = t.get("standalone_question") or ""
+        if seg.focus is not None and standalone.endswith(tail := f" {CONTEXT} {seg.focus.said}?"):
+            standalone = standalone[:-len(tail)] + "?"          # a rewrite that added the conversation's focus
+        o = offer_of(standalone, t.get("gold_text") or "")
         if o is None:
             continue
         seg.focus = seg.focus or o.concept
@@ -148,6 +154,20 @@ def short_name(offer: Offer, seg: Segment) -> str | None:
 
 
 @rule("discourse")
+def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
+    """A follow-up on a new concept of a passage that names the conversation's named focus leaves the focus to the
+    conversation, as people do; its rewrite adds it: "How do I update a worker node?" after turns on IBM Cloud
+    Kubernetes Service, rewritten "How do I update a worker node in IBM Cloud Kubernetes Service?". Only a name (a
+    product, a place, a work; not a person) the gold passage itself names, so the rewrite says nothing the passage
+    and the conversation do not."""
+    f = seg.focus
+    if f is None or not (f.proper or f.named) or f.person or not text or same(offer.concept, f) \
+            or (offer.other is not None and same(offer.other, f)):
+        return None
+    return f.said if _spaced(f.text) in _spaced(text) else None
+
+
+@rule("discourse")
 def repeats_previous(offer: Offer, seg: Segment) -> bool:
     """"What about Y?" asks the previous question of another concept, so it is said only when that is all it asks:
     after "How much does the annual fee cost?", "What about the late fee?" for "How much does the late fee cost?",
@@ -158,9 +178,10 @@ def repeats_previous(offer: Offer, seg: Segment) -> bool:
     return any(render(swapped, "full", v) == seg.last_question for v in range(len(templates(offer, "full"))))
 
 
-def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: int = 0) -> Asked | None:
+def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: int = 0, text: str = "") -> Asked | None:
     """How a person asks ``offer`` at this point of the conversation (``seg`` None: an opening question);
-    ``u`` in [0, 1) draws the form by the shares. None when the offer has no full form."""
+    ``u`` in [0, 1) draws the form by the shares; ``text`` is the offer's passage. None when the offer has no full
+    form."""
     full = render(offer, "full", variant)
     if full is None:
         return None
@@ -196,4 +217,7 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
         q = short_name(offer, seg)      # "the branch", of the "Scranton branch" the answer just named (else None)
         if q and q != full:
             return Asked(q, full, True, "short")
+    ctx = in_context(offer, seg, text)
+    if ctx and _spaced(ctx) not in _spaced(full):
+        return Asked(full, f"{full[:-1]} {CONTEXT} {ctx}?", True, "context")
     return Asked(full, full, False, "full")

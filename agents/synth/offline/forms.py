@@ -106,9 +106,13 @@ def _patterns() -> tuple[tuple[str, str, re.Pattern], ...]:
 
 
 def parse(question: str) -> list[tuple[str, str, str]]:
-    """(intent, kind, the words in the concept's slot) of every template the question fits, most literal first."""
+    """(intent, kind, the words in the concept's slot) of every template the question fits, most literal first; a
+    rewrite that added the conversation's focus ("How much does the plan cost in IBM Cloud?") is read without it."""
     q = " ".join(question.split())
-    return [(name, kind, (m.groupdict().get("X") or "")) for name, kind, pat in _patterns() if (m := pat.match(q))]
+    found = [(name, kind, (m.groupdict().get("X") or "")) for name, kind, pat in _patterns() if (m := pat.match(q))]
+    if not found and (i := q.rfind(" in ")) > 0 and q.endswith("?"):
+        return parse(q[:i] + "?")
+    return found
 
 
 def standalone(offer: Offer, variant: int = 0) -> str | None:

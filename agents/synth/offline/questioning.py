@@ -77,7 +77,7 @@ def _candidates(x: dict, seg: Segment | None, w: dict) -> list[tuple]:
                 continue
             u = _unit("form", p["doc_id"], o.sent_index, o.intent, len(earlier))
             variant = seed_int("variant", p["doc_id"], o.intent, o.concept.key) % 4
-            asked = ask_form(o, seg, shares, u, variant)
+            asked = ask_form(o, seg, shares, u, variant, p["text"])
             if asked is None or any(jaccard_words(asked.standalone, e) >= 0.6 for e in earlier):
                 continue
             intent = lexicon().intents[o.intent]

@@ -187,6 +187,39 @@ def test_a_new_concept_is_asked_in_full_without_an_invented_context():
     assert isinstance(seg, Segment)
 
 
+SERVICE = ("IBM Cloud Kubernetes Service is a managed container service. It runs containerized apps on worker nodes. "
+           "You can create clusters in six regions.")
+NODES = ("To update a worker node in IBM Cloud Kubernetes Service, run the update command. Worker nodes cost $0.50 per "
+         "hour in IBM Cloud Kubernetes Service.")
+OTHER_NODES = "To update a worker node in Red Hat OpenShift, run the upgrade command. Worker nodes cost $0.60 per hour."
+
+
+def test_a_new_concept_leaves_the_named_focus_to_the_conversation_and_the_rewrite_adds_it():
+    """"How much does the worker node cost?" after turns on IBM Cloud Kubernetes Service: the rewrite adds the focus,
+    which the gold passage names; a passage that does not name it gets no context (no invented one)."""
+    seg = read([_turn(SERVICE, next(o for o in passage_offers(SERVICE) if o.intent == "definition"))])
+    cost = next(o for o in passage_offers(NODES) if o.intent == "cost")
+    asked = ask(cost, seg, Shares(), u=0.95, text=NODES)
+    assert asked.form == "context" and asked.leans
+    assert asked.question == "How much does the worker node cost?"
+    assert asked.standalone == "How much does the worker node cost in IBM Cloud Kubernetes Service?"
+    back = read([_turn(SERVICE, next(o for o in passage_offers(SERVICE) if o.intent == "definition")),
+                 {"standalone_question": asked.standalone, "gold_text": NODES, "answer": cost.sentence}])
+    assert back.last.key == cost.concept.key and back.last_intent == "cost"      # read back without the context
+    other = next(o for o in passage_offers(OTHER_NODES) if o.intent == "cost")
+    assert ask(other, seg, Shares(), u=0.95, text=OTHER_NODES).standalone == render(other, "full")
+
+
+def test_a_person_is_no_context_to_add():
+    """"When was the song released in Bruno Mars?" is no rewrite: a person's name is never added as a context (a
+    common noun neither: see test_a_new_concept_is_asked_in_full_without_an_invented_context)."""
+    from agents.synth.offline.discourse import in_context
+    text = "Ada Lovelace was an English mathematician. Her notes on the Analytical Engine were published in 1843."
+    person = next(c for c in mentions(text).concepts if c.text == "Ada Lovelace")
+    notes = next(o for o in passage_offers(text) if o.concept.text != "Ada Lovelace")
+    assert person.person and in_context(notes, Segment(focus=person, turns=1), text) is None
+
+
 def test_what_about_only_repeats_the_previous_question_of_another_concept():
     text = ("The annual fee was raised in 2019. The late fee was raised in 2021. The card was launched in 2005. "
             "The late fee was introduced in 2010.")
