@@ -157,13 +157,16 @@ def short_name(offer: Offer, seg: Segment) -> str | None:
 def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
     """A follow-up on a new concept of a passage that names the conversation's named focus leaves the focus to the
     conversation, as people do; its rewrite adds it: "How do I update a worker node?" after turns on IBM Cloud
-    Kubernetes Service, rewritten "How do I update a worker node in IBM Cloud Kubernetes Service?". Only a name (a
-    product, a place, a work; not a person) the gold passage itself names, so the rewrite says nothing the passage
-    and the conversation do not."""
+    Kubernetes Service, rewritten "How do I update a worker node in IBM Cloud Kubernetes Service?". The focus is a
+    name (a product, a place, a work; not a person, a plural such as "the Romans" or an acronym such as "the URI"),
+    the concept is none (no "IBM Cloudant in IBM Cloud"), and the gold passage names the focus: the rewrite says
+    nothing the passage and the conversation do not."""
     f = seg.focus
-    if f is None or not (f.proper or f.named) or f.person or not text or same(offer.concept, f) \
+    if f is None or not (f.proper or f.named) or f.person or f.plural or not text or same(offer.concept, f) \
             or (offer.other is not None and same(offer.other, f)):
         return None
+    if offer.concept.proper or offer.concept.named or (" " not in f.text and f.text.isupper()):
+        return None         # a name is no part of another ("IBM Cloudant in IBM Cloud"), an acronym ("the URI") no name
     return f.said if _spaced(f.text) in _spaced(text) else None
 
 

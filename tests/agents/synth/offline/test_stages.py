@@ -218,6 +218,12 @@ def test_a_person_is_no_context_to_add():
     person = next(c for c in mentions(text).concepts if c.text == "Ada Lovelace")
     notes = next(o for o in passage_offers(text) if o.concept.text != "Ada Lovelace")
     assert person.person and in_context(notes, Segment(focus=person, turns=1), text) is None
+    text = "The URI names the resource. Responses to the URI must be JSON. Tekton runs pipelines for the URI."
+    uri = next(c for c in mentions(text).concepts if c.text == "URI")
+    assert all(in_context(o, Segment(focus=uri, turns=1), text) is None for o in passage_offers(text))
+    cost = next(o for o in passage_offers(NODES) if o.intent == "cost")
+    service = next(c for c in mentions(SERVICE).concepts if c.text == "IBM Cloud Kubernetes Service")
+    assert in_context(cost, Segment(focus=service, turns=1), NODES) == "IBM Cloud Kubernetes Service"
 
 
 def test_what_about_only_repeats_the_previous_question_of_another_concept():
