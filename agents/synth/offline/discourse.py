@@ -158,11 +158,13 @@ def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
     """A follow-up on a new concept of a passage that names the conversation's named focus leaves the focus to the
     conversation, as people do; its rewrite adds it: "How do I update a worker node?" after turns on IBM Cloud
     Kubernetes Service, rewritten "How do I update a worker node in IBM Cloud Kubernetes Service?". The focus is a
-    name (a product, a place, a work; not a person, a plural such as "the Romans" or an acronym such as "the URI"),
+    name the parser knows as a place, a work or a group, or one of two words or more (not a lone word such as a
+    surname, a person, a plural such as "the Romans" or an acronym such as "the URI"),
     the concept is none (no "IBM Cloudant in IBM Cloud"), and the gold passage names the focus: the rewrite says
     nothing the passage and the conversation do not."""
     f = seg.focus
-    if f is None or not (f.proper or f.named) or f.person or f.plural or not text or same(offer.concept, f) \
+    if f is None or not ((f.named and f.proper) or (f.proper and " " in f.text)) or f.person or f.plural or not text \
+            or same(offer.concept, f) \
             or (offer.other is not None and same(offer.other, f)):
         return None
     if offer.concept.proper or offer.concept.named or (" " not in f.text and f.text.isupper()):

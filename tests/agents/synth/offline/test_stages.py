@@ -222,6 +222,9 @@ def test_a_person_is_no_context_to_add():
     uri = next(c for c in mentions(text).concepts if c.text == "URI")
     assert all(in_context(o, Segment(focus=uri, turns=1), text) is None for o in passage_offers(text))
     cost = next(o for o in passage_offers(NODES) if o.intent == "cost")
+    from agents.synth.offline.concepts import Concept
+    surname = Concept("Strange", "strange", "strange", False, True, "")         # a lone name the parser cannot place
+    assert in_context(cost, Segment(focus=surname, turns=1), NODES + " Strange said so.") is None
     service = next(c for c in mentions(SERVICE).concepts if c.text == "IBM Cloud Kubernetes Service")
     assert in_context(cost, Segment(focus=service, turns=1), NODES) == "IBM Cloud Kubernetes Service"
 
