@@ -159,7 +159,7 @@ def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
     conversation, as people do; its rewrite adds it: "How do I update a worker node?" after turns on IBM Cloud
     Kubernetes Service, rewritten "How do I update a worker node in IBM Cloud Kubernetes Service?". The focus is a
     name the parser knows as a place, a work or a group, or one of two words or more (not a lone word such as a
-    surname, a person, a plural such as "the Romans" or an acronym such as "the URI"),
+    surname, a word written in lower case, a person, a plural such as "the Romans" or an acronym such as "the URI"),
     the concept is none (no "IBM Cloudant in IBM Cloud"), and the gold passage names the focus: the rewrite says
     nothing the passage and the conversation do not."""
     f = seg.focus
@@ -167,7 +167,8 @@ def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
             or same(offer.concept, f) \
             or (offer.other is not None and same(offer.other, f)):
         return None
-    if offer.concept.proper or offer.concept.named or (" " not in f.text and f.text.isupper()):
+    if offer.concept.proper or offer.concept.named or (" " not in f.text and f.text.isupper()) \
+            or not any(ch.isupper() for ch in f.text):
         return None         # a name is no part of another ("IBM Cloudant in IBM Cloud"), an acronym ("the URI") no name
     return f.said if _spaced(f.text) in _spaced(text) else None
 
