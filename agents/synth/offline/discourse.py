@@ -6,7 +6,9 @@ found again without any state of our own. A follow-up on the segment's concept (
 a pronoun ("How much does it cost?"), elliptically for a new intent ("What about the risks?"), by a shorter name
 ("the fee" for "the annual fee") or in full, by the shares of :class:`~agents.synth.config.OfflineConfig`; a
 follow-up that keeps the previous intent for a new concept is a shift ("What about the late fee?"). Its rewrite is
-the full form: it names the concept the way the conversation did, and adds nothing the conversation did not say.
+the full form: it names the concept the way the conversation did, and adds nothing the conversation did not say; a
+follow-up on a new concept leaves the conversation's named focus out when its passage names it, and its rewrite adds
+it (:func:`in_context`: "... in IBM Cloud Kubernetes Service?").
 """
 from __future__ import annotations
 
