@@ -157,6 +157,19 @@ def states_a_number(intent: Intent, s: Sentence) -> bool:
                                           for t in s.span)
 
 
+def a_problem(intent: Intent, target: Concept, s: Sentence) -> bool:
+    """A fix is asked of a problem: a concept that names one ("What can I do about low F1 scores?") or the subject the
+    sentence says is failing ("My laptop won't connect." -> "How do I fix my laptop?"); never of what a sentence about
+    an error merely names ("The response code is 404 when an error occurs." offers no "How do I fix the response
+    code?")."""
+    if not intent.problem:
+        return True
+    lex = lexicon()
+    if set(target.key.split()) & lex.problem_words:
+        return True
+    return target is s.subject and bool(lex.failing.search(s.span.text))
+
+
 def no_tautology(intent: Intent, target: Concept) -> bool:
     """A concept named by the intent's own cue is not asked with it: no "Is there a limit on the limit increase?"
     nor "What are the risks of the damage?"."""
@@ -335,7 +348,8 @@ def sentence_offers(s: Sentence) -> list[Offer]:
         if intent.fallback or not all(r(intent, s) for r in rules("intents")):
             continue
         target = _target(intent, s)
-        if target is None or not people_ok(intent, target) or not no_tautology(intent, target):
+        if target is None or not people_ok(intent, target) or not no_tautology(intent, target) \
+                or not a_problem(intent, target, s):
             continue
         extra: dict = {}
         if intent.needs_verb:

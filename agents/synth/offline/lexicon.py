@@ -56,6 +56,7 @@ class Intent:
     anchor: str = ""               # the clause's verb has a date / a place complement ("opened in 1937")
     named_person: tuple[str, ...] = ()  # full forms for a named person ("Who is Ada Lovelace?")
     now: bool = False              # a problem someone has: present tense, or told by a person ("my laptop failed")
+    problem: bool = False          # asked of a problem: a concept naming one, or the subject said to be failing
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ class Lexicon:
     linking_verbs: frozenset[str]
     calendar_words: frozenset[str]
     duration_units: frozenset[str]
+    problem_words: frozenset[str]
+    failing: re.Pattern
     intents: dict[str, Intent]
 
 
@@ -93,7 +96,7 @@ def lexicon() -> Lexicon:
             needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
             about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""),
-            now=bool(d.get("now")), named_person=tuple(d.get("named_person", [])))
+            now=bool(d.get("now")), problem=bool(d.get("problem")), named_person=tuple(d.get("named_person", [])))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
@@ -104,4 +107,6 @@ def lexicon() -> Lexicon:
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),
                    calendar_words=frozenset(data["calendar_words"]),
                    duration_units=frozenset(data["duration_units"]),
+                   problem_words=frozenset(data["problem_words"]),
+                   failing=re.compile(data["failing"], re.IGNORECASE),
                    intents=intents)

@@ -471,3 +471,23 @@ def test_how_long_asks_with_the_verb_the_span_is_said_of(text, asked):
 ])
 def test_a_number_of_days_is_no_duration_unless_said_of_the_subject(text):
     assert not _offers(text).get("duration"), [render(o, "full") for o in _offers(text).get("duration", [])]
+
+
+@pytest.mark.parametrize("text, concept", [
+    ("Low F1 scores are common with small training sets, and adding examples usually fixes them.", "low F1 scores"),
+    ("My laptop won't connect to the VPN after the update.", "laptop"),
+    ("The nightly job fails when the disk is full, so free some space first.", "nightly job"),
+])
+def test_a_fix_is_asked_of_a_problem(text, concept):
+    assert concept.lower() in {o.concept.text.lower() for o in _offers(text).get("fix", [])}
+
+
+@pytest.mark.parametrize("text", [
+    "The response code is 404 when an error occurs in the request.",        # names an error; the code is no problem
+    "The change log lists the bugs fixed in each release of the product.",  # history of fixes, not a problem
+    "Piper says that the crash was caused by the old driver.",               # a person is never fixed
+])
+def test_no_fix_is_asked_of_what_is_no_problem(text):
+    fixes = _offers(text).get("fix", [])
+    assert not any(o.concept.text.lower() in ("response code", "change log", "piper") for o in fixes), \
+        [render(o, "full") for o in fixes]
