@@ -167,7 +167,10 @@ def a_problem(intent: Intent, target: Concept, s: Sentence) -> bool:
     lex = lexicon()
     if set(target.key.split()) & lex.problem_words:
         return True
-    return target is s.subject and bool(lex.failing.search(s.span.text))
+    if target is not s.subject or s.subject_token is None:
+        return False
+    root = s.span.root          # the failure is said of the subject: its verb, from after the subject on
+    return s.subject_token.i < root.i and bool(lex.failing.search(s.span.doc[s.subject_token.i + 1:root.i + 2].text))
 
 
 def no_tautology(intent: Intent, target: Concept) -> bool:
