@@ -17,13 +17,10 @@ from functools import lru_cache
 
 from agents.synth.config import OfflineConfig
 from agents.synth.offline.concepts import Concept, mentions, same
-from agents.synth.offline.forms import parse, render, templates
+from agents.synth.offline.forms import CONTEXT, parse, render, templates
 from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon, rule
 from agents.synth.text import words
-
-
-CONTEXT = "in"       # how a rewrite adds the conversation's focus ("... in IBM Cloud Kubernetes Service?")
 
 
 @lru_cache(maxsize=2048)
@@ -165,13 +162,13 @@ def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
     the concept is none (no "IBM Cloudant in IBM Cloud"), and the gold passage names the focus: the rewrite says
     nothing the passage and the conversation do not."""
     f = seg.focus
-    if f is None or not ((f.named and f.proper) or (f.proper and " " in f.text)) or f.person or f.plural or not text \
-            or same(offer.concept, f) \
-            or (offer.other is not None and same(offer.other, f)):
+    if f is None or not text or f.person or f.plural or not f.proper or offer.concept.proper or offer.concept.named:
+        return None         # a name is no part of another ("IBM Cloudant in IBM Cloud")
+    lone = " " not in f.text
+    if (lone and not f.named) or (lone and f.text.isupper()) or not any(ch.isupper() for ch in f.text):
+        return None         # a lone surname, an acronym ("the URI"), a word in lower case: no name to add
+    if same(offer.concept, f) or (offer.other is not None and same(offer.other, f)):
         return None
-    if offer.concept.proper or offer.concept.named or (" " not in f.text and f.text.isupper()) \
-            or not any(ch.isupper() for ch in f.text):
-        return None         # a name is no part of another ("IBM Cloudant in IBM Cloud"), an acronym ("the URI") no name
     return f.said if _spaced(f.text) in _spaced(text) else None
 
 

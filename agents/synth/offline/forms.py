@@ -21,6 +21,7 @@ from agents.synth.text import content_words, words
 
 KINDS = ("full", "pronoun", "ellipsis")
 SHIFT = "What about {X}?"
+CONTEXT = "in"       # how a rewrite adds the conversation's focus ("... in IBM Cloud Kubernetes Service?")
 _VOWEL = re.compile(r"^(?:[aeio]|u(?![nr]i|s[eu]))", re.IGNORECASE)
 
 
@@ -110,7 +111,7 @@ def parse(question: str) -> list[tuple[str, str, str]]:
     rewrite that added the conversation's focus ("How much does the plan cost in IBM Cloud?") is read without it."""
     q = " ".join(question.split())
     found = [(name, kind, (m.groupdict().get("X") or "")) for name, kind, pat in _patterns() if (m := pat.match(q))]
-    if not found and (i := q.rfind(" in ")) > 0 and q.endswith("?"):
+    if not found and (i := q.rfind(f" {CONTEXT} ")) > 0 and q.endswith("?"):
         return parse(q[:i] + "?")
     return found
 

@@ -229,12 +229,13 @@ _ANCHORS = {"date": ("DATE",), "place": ("GPE", "LOC", "FAC")}
 def _time_span(k) -> bool:
     """The verb's dependent ``k`` states a span of time: a number and a unit, after "for", "within" or "over", or
     as what "take" or "last" governs ("kept for 30 days", "takes a few minutes"; not "covers the last 12 months")."""
-    if not ((k.dep_ == "prep" and k.lower_ in ("for", "within", "over")) or k.dep_ == "npadvmod"
-            or (k.dep_ == "dobj" and k.head.lemma_.lower() in ("take", "last"))):
+    lex = lexicon()
+    if not ((k.dep_ == "prep" and k.lower_ in lex.span_preps) or k.dep_ == "npadvmod"
+            or (k.dep_ == "dobj" and k.head.lemma_.lower() in lex.span_verbs)):
         return False
     sub = list(k.subtree)
-    return any(t.lemma_.lower() in lexicon().duration_units for t in sub) and any(
-        t.like_num or t.lower_ in ("few", "several", "couple") for t in sub)
+    return any(t.lemma_.lower() in lex.duration_units for t in sub) and any(
+        t.like_num or t.lower_ in lex.span_counts for t in sub)
 
 
 def _anchored(root, anchor: str) -> bool:

@@ -76,6 +76,9 @@ class Lexicon:
     linking_verbs: frozenset[str]
     calendar_words: frozenset[str]
     duration_units: frozenset[str]
+    span_preps: frozenset[str]
+    span_verbs: frozenset[str]
+    span_counts: frozenset[str]
     problem_words: frozenset[str]
     failing: re.Pattern
     intents: dict[str, Intent]
@@ -107,6 +110,8 @@ def lexicon() -> Lexicon:
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),
                    calendar_words=frozenset(data["calendar_words"]),
                    duration_units=frozenset(data["duration_units"]),
+                   span_preps=frozenset(data["span_preps"]), span_verbs=frozenset(data["span_verbs"]),
+                   span_counts=frozenset(data["span_counts"]),
                    problem_words=frozenset(data["problem_words"]),
                    failing=re.compile(data["failing"], re.IGNORECASE),
                    intents=intents)
