@@ -142,9 +142,12 @@ def asks(question: str, offer: Offer) -> bool:
 
 @rule("forms")
 def no_echo(question: str, offer: Offer) -> bool:
-    """No word twice in a row, and a comparison compares two things: "How does the fee compare to the fee?"."""
+    """No word twice in a row, a comparison compares two things ("How does the fee compare to the fee?") and a
+    clause does not name its own subject again ("Why did the service choose the service?")."""
     ws = question.lower().split()
     if any(a == b for a, b in zip(ws, ws[1:])):
+        return False
+    if offer.clause and re.search(rf"\b{re.escape(offer.concept.text)}\b", offer.clause.rest, re.IGNORECASE):
         return False
     return offer.other is None or offer.other.key != offer.concept.key
 

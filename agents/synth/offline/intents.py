@@ -173,6 +173,31 @@ def a_problem(intent: Intent, target: Concept, s: Sentence) -> bool:
     return s.subject_token.i < root.i and bool(lex.failing.search(s.span.doc[s.subject_token.i + 1:root.i + 2].text))
 
 
+def _subordinate(tok, root) -> bool:
+    """The token sits in a clause under ``root`` that is not a condition of it (lexicon ``subordinate``,
+    ``condition_marks``)."""
+    lex = lexicon()
+    while tok.i != root.i and tok.head.i != tok.i:
+        if tok.dep_ in lex.subordinate and not any(k.dep_ == "mark" and k.lower_ in lex.condition_marks
+                                                   for k in tok.children) \
+                and not any(k.dep_ == "advmod" and k.lower_ in lex.condition_marks for k in tok.head.children):
+            return True
+        tok = tok.head
+    return False
+
+
+def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
+    """A risk or a limit is said in the main clause, or a condition of it, of a concept of that clause: "Strange was
+    a neurosurgeon before nerve damage impaired his hands." offers no risk of Strange; "If you exceed 100 requests a
+    minute, requests are throttled." offers a limit on requests."""
+    if not intent.main_clause:
+        return True
+    root, at = s.span.root, cue_at(intent, s)
+    cue = next((t for t in s.span if at is not None and t.idx - s.span.start_char >= at), None)
+    where = next((s.span.doc[i] for i, c in s.concepts.items() if c is target), None)
+    return not any(t is not None and _subordinate(t, root) for t in (cue, where))
+
+
 def no_tautology(intent: Intent, target: Concept) -> bool:
     """A concept named by the intent's own cue is not asked with it: no "Is there a limit on the limit increase?"
     nor "What are the risks of the damage?"."""
@@ -353,7 +378,7 @@ def sentence_offers(s: Sentence) -> list[Offer]:
             continue
         target = _target(intent, s)
         if target is None or not people_ok(intent, target) or not no_tautology(intent, target) \
-                or not a_problem(intent, target, s):
+                or not a_problem(intent, target, s) or not in_main_clause(intent, target, s):
             continue
         extra: dict = {}
         if intent.needs_verb:

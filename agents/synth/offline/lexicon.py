@@ -57,6 +57,7 @@ class Intent:
     named_person: tuple[str, ...] = ()  # full forms for a named person ("Who is Ada Lovelace?")
     now: bool = False              # a problem someone has: present tense, or told by a person ("my laptop failed")
     problem: bool = False          # asked of a problem: a concept naming one, or the subject said to be failing
+    main_clause: bool = False      # said in the main clause (or a condition of it), of a concept of that clause
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,8 @@ class Lexicon:
     span_counts: frozenset[str]
     problem_words: frozenset[str]
     failing: re.Pattern
+    subordinate: frozenset[str]
+    condition_marks: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -99,7 +102,7 @@ def lexicon() -> Lexicon:
             needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
             about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""),
-            now=bool(d.get("now")), problem=bool(d.get("problem")), named_person=tuple(d.get("named_person", [])))
+            now=bool(d.get("now")), problem=bool(d.get("problem")), main_clause=bool(d.get("main_clause")), named_person=tuple(d.get("named_person", [])))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
@@ -114,4 +117,5 @@ def lexicon() -> Lexicon:
                    span_counts=frozenset(data["span_counts"]),
                    problem_words=frozenset(data["problem_words"]),
                    failing=re.compile(data["failing"], re.IGNORECASE),
+                   subordinate=frozenset(data["subordinate"]), condition_marks=frozenset(data["condition_marks"]),
                    intents=intents)

@@ -409,9 +409,9 @@ def test_a_name_keeps_its_words_and_a_judgement_leaves_the_phrase():
         "the movie", "the ending"}
 
 
-def test_kinds_are_asked_of_a_plural_or_mass_concept_only():
+def test_kinds_and_examples_are_asked_of_a_plural_or_mass_concept_only():
     """"What kinds of plans are there?", "What kinds of support are there?", never "What kinds of the plus plan are
-    there?" (a singular concept has no kinds; its other form is asked)."""
+    there?" nor "What are some examples of the plus plan?" (one thing has no kinds and no examples)."""
     from agents.synth.offline.concepts import Concept
     from agents.synth.offline.intents import Offer
 
@@ -420,7 +420,8 @@ def test_kinds_are_asked_of_a_plural_or_mass_concept_only():
         return render(Offer("example", c, 0, "x"), "full", 1), render(Offer("example", c, 0, "x"), "full", 0)
     assert kinds("plans", True, "") == ("What kinds of plans are there?", "What are some examples of plans?")
     assert kinds("support", False, "")[0] == "What kinds of support are there?"
-    assert kinds("plus plan", False, "the") == (None, "What are some examples of the plus plan?")
+    assert kinds("support", False, "")[1] == "What are some examples of support?"
+    assert kinds("plus plan", False, "the") == (None, None)
 
 
 def test_a_named_person_is_asked_who_and_a_plural_makes_no_mass_noun():
@@ -491,3 +492,34 @@ def test_no_fix_is_asked_of_what_is_no_problem(text):
     fixes = _offers(text).get("fix", [])
     assert not any(o.concept.text.lower() in ("response code", "change log", "piper") for o in fixes), \
         [render(o, "full") for o in fixes]
+
+
+@pytest.mark.parametrize("text, intent, concept", [
+    ("Continuous replication can result in many internal calls.", "risk", "continuous replication"),
+    ("Back up your keys regularly, otherwise you could lose your data.", "risk", "keys"),
+    ("Bucket names can contain up to 63 characters.", "limit", "bucket names"),
+    ("If you exceed 100 requests a minute, the requests are throttled.", "limit", "requests"),
+])
+def test_a_risk_or_limit_said_in_the_main_clause_or_its_condition_is_offered(text, intent, concept):
+    assert concept in {o.concept.text.lower() for o in _offers(text).get(intent, [])}, _offers(text)
+
+
+@pytest.mark.parametrize("text, intent, concept", [
+    ("Strange was a skilled neurosurgeon before nerve damage impaired his hands.", "risk", "strange"),
+    ("The settlers crossed the basin that the guide book described, detailing the dangers of the river.", "risk",
+     "settlers"),
+    ("Although it is often regarded as an Americanism, there are at least two theories about its origin.", "limit",
+     "americanism"),
+])
+def test_no_risk_or_limit_of_a_concept_the_clause_saying_it_is_not_about(text, intent, concept):
+    assert concept not in {o.concept.text.lower() for o in _offers(text).get(intent, [])}, \
+        [render(o, "full") for o in _offers(text).get(intent, [])]
+
+
+def test_a_clause_does_not_name_its_own_subject_again():
+    """"Why did they choose the service?" is asked; "Why did the service choose the service?" (the anaphor read as
+    the passage's subject, which the clause also names) is not."""
+    text = ("Acme Cloud Service runs containers for small teams. Thus, they chose Acme Cloud Service because it "
+            "simplifies infrastructure management.")
+    qs = [render(o, k) for o in _offers(text).get("cause", []) for k in ("full", "pronoun")]
+    assert not any(q and q.lower().count("acme cloud service") > 1 for q in qs), qs
