@@ -67,8 +67,16 @@ def _chunks(span, by_key: dict[str, Concept]) -> dict[int, Concept]:
     return out
 
 
-def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main: Concept | None):
+def main_root(span):
+    """The verb of the sentence's main clause; after a label, the clause's ("Note: You can create 10 buckets.")."""
     root = span.root
+    if root.i + 1 < span.end and span.doc[root.i + 1].text == ":":
+        return next((k for k in root.children if k.i > root.i + 1 and k.dep_ in lexicon().subordinate), root)
+    return root
+
+
+def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main: Concept | None):
+    root = main_root(span)
     for t in root.children:
         if t.dep_ == "csubj" and t.tag_ == "VBG":
             obj = next((c for c in t.children if c.dep_ == "dobj" and c.i in concepts), None)
@@ -192,7 +200,7 @@ def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
     minute, requests are throttled." offers a limit on requests."""
     if not intent.main_clause:
         return True
-    root, at = s.span.root, cue_at(intent, s)
+    root, at = main_root(s.span), cue_at(intent, s)
     cue = next((t for t in s.span if at is not None and t.idx - s.span.start_char >= at), None)
     where = next((s.span.doc[i] for i, c in s.concepts.items() if c is target), None)
     return not any(t is not None and _subordinate(t, root) for t in (cue, where))

@@ -499,6 +499,7 @@ def test_no_fix_is_asked_of_what_is_no_problem(text):
     ("Back up your keys regularly, otherwise you could lose your data.", "risk", "keys"),
     ("Bucket names can contain up to 63 characters.", "limit", "bucket names"),
     ("If you exceed 100 requests a minute, the requests are throttled.", "limit", "requests"),
+    ("Restriction: Only three machine learning models can be trained at a time.", "limit", "machine learning models"),
 ])
 def test_a_risk_or_limit_said_in_the_main_clause_or_its_condition_is_offered(text, intent, concept):
     assert concept in {o.concept.text.lower() for o in _offers(text).get(intent, [])}, _offers(text)

@@ -1,0 +1,130 @@
+"""Pools of genres the offline generator's rules were not written on, and the targets that need no human benchmark.
+
+    # manual pages of this machine (no titles, option lists, prose; 1,500 passages of about 120 words)
+    python benchmarks/unseen_pools.py manpages /tmp/man.jsonl.gz
+    # the long descriptions (READMEs) of the installed Python packages (product documentation)
+    python benchmarks/unseen_pools.py readmes /tmp/pkg.jsonl.gz
+    # synthesize with benchmarks/realism.py synthesize ..., then:
+    python benchmarks/unseen_pools.py check mtr-runs/rt-man mtr-runs/rt-pkg
+
+``check`` prints the targets that hold without people's conversations on the same corpus: failed turns, the least
+kept conversation, history dependence, pronoun share, BM25 nDCG@5 rewrite / last turn (and the Recall@20s of bm25 /
+dense / hybrid, for reading only: the order target needs a human benchmark).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import gzip
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+WORDS = 120         # a passage: paragraphs up to about this many words
+
+
+def _passages(name: str, paras: list[str], most: int) -> list[dict]:
+    out, chunk, n = [], [], 0
+    for p in paras:
+        chunk.append(p)
+        n += len(p.split())
+        if n >= WORDS:
+            out.append({"doc_id": f"{name}-{len(out)}", "title": "", "text": "\n".join(chunk)})
+            chunk, n = [], 0
+            if len(out) >= most:
+                break
+    return out
+
+
+def manpages(dst: str, n: int = 1500, seed: int = 7) -> int:
+    """Up to 3 passages per page of sections 1, 5 and 8 (without the header line and the section headings),
+    pages in a seeded random order; the families of generated pages (cloud CLIs, compilers) are left out."""
+    files = [f for sec in ("1", "8", "5") for f in sorted(glob.glob(f"/usr/share/man/man{sec}/*.gz"))
+             if not os.path.basename(f).startswith(("gcloud", "bq", "gsutil", "perl", "x86_64", "llvm", "git-"))]
+    random.Random(seed).shuffle(files)
+    docs: list[dict] = []
+    for f in files:
+        if len(docs) >= n:
+            break
+        out = subprocess.run(["man", "--nh", "--nj", "-P", "cat", "-l", f], capture_output=True, text=True,
+                             env={**os.environ, "MANWIDTH": "2000"}, timeout=60).stdout
+        out = re.sub(r".\x08", "", out)
+        if len(out) < 1500:
+            continue
+        paras = [" ".join(p.split()) for p in re.split(r"\n\s*\n", out)][1:]
+        paras = [p for p in paras if p and not re.fullmatch(r"[A-Z][A-Z ]+", p)]
+        docs += _passages("man-" + os.path.basename(f).split(".")[0], paras, 3)
+    return _write(dst, docs[:n])
+
+
+def readmes(dst: str) -> int:
+    """Up to 6 passages of each installed package's long description (code blocks, badges and tables left out)."""
+    docs: list[dict] = []
+    for f in sorted(glob.glob(os.path.join(sys.prefix, "lib", "python3*", "site-packages", "*.dist-info", "METADATA"))):
+        body = Path(f).read_text(encoding="utf-8", errors="replace").partition("\n\n")[2]
+        paras = [p.strip() for p in re.split(r"\n\s*\n", body) if p.strip()]
+        paras = [p for p in paras if not p.startswith(("```", "    ", "[![", "<", ".. ", "|")) and len(p.split()) > 3]
+        if len(body) >= 1500:
+            docs += _passages("pkg-" + Path(f).parent.name.split("-")[0], paras, 6)
+    return _write(dst, docs)
+
+
+def _write(dst: str, docs: list[dict]) -> int:
+    with gzip.open(dst, "wt", encoding="utf-8") as g:
+        for d in docs:
+            g.write(json.dumps(d) + "\n")
+    return len(docs)
+
+
+def check(runs: list[str], work: str, emb: str | None) -> list[dict]:
+    from realism_targets import RETRIEVERS, recall_and_ratio
+
+    from evaluation.realism import question_stats, turn_health
+    from storage.benchmark import load_benchmark
+    from storage.store import RunStore
+    rows = []
+    for run in runs:
+        bench = load_benchmark(run, "ours")
+        st = question_stats(bench)
+        r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
+        health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
+        rows.append({"run": run, "failed": health["failed_share"], "min_kept": health["min_kept"],
+                     "history_dependent": st.history_dependent, "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"],
+                     **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}})
+        x = rows[-1]
+        print(f"{run}: failed {x['failed']:.1%}, least kept {x['min_kept']:.0%}, history-dependent "
+              f"{x['history_dependent']:.0%}, pronouns {x['pronoun']:.0%}, BM25 rewrite / last {x['bm25_ratio']:.2f}, "
+              f"R@20 bm25 / dense / hybrid {x['bm25_r20']:.2f} / {x['dense_r20']:.2f} / {x['hybrid_r20']:.2f}")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("manpages").add_argument("out")
+    sub.add_parser("readmes").add_argument("out")
+    c = sub.add_parser("check")
+    c.add_argument("runs", nargs="+")
+    c.add_argument("--work", default="mtr-runs/unseen-work")
+    c.add_argument("--embed-cache-dir", default=None)
+    a = ap.parse_args(argv)
+    if a.cmd == "manpages":
+        print(manpages(a.out), "passages")
+    elif a.cmd == "readmes":
+        print(readmes(a.out), "passages")
+    else:
+        sys.path.append(str(Path(__file__).resolve().parent))
+        check(a.runs, a.work, a.embed_cache_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
