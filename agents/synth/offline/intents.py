@@ -17,7 +17,7 @@ from functools import lru_cache
 from agents.synth.offline.concepts import (Concept, concept_of, entity_of, gerund_concept, mentions, same,
                                           whole_name)
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
-from agents.synth.offline.nlp import prose, sentence_spans
+from agents.synth.offline.nlp import main_root, prose, sentence_spans, subordinate
 
 MIN_TOKENS, MAX_TOKENS = 5, 80
 OVERVIEW_CONCEPTS = 3       # concepts of a passage that get an overview offer (the fallback intent)
@@ -65,14 +65,6 @@ def _chunks(span, by_key: dict[str, Concept]) -> dict[int, Concept]:
         if c is not None:
             out[chunk.root.i] = by_key.get(c.key, c)
     return out
-
-
-def main_root(span):
-    """The verb of the sentence's main clause; after a label, the clause's ("Note: You can create 10 buckets.")."""
-    root = span.root
-    if root.i + 1 < span.end and span.doc[root.i + 1].text == ":":
-        return next((k for k in root.children if k.i > root.i + 1 and k.dep_ in lexicon().subordinate), root)
-    return root
 
 
 def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main: Concept | None):
@@ -181,19 +173,6 @@ def a_problem(intent: Intent, target: Concept, s: Sentence) -> bool:
     return s.subject_token.i < root.i and bool(lex.failing.search(s.span.doc[s.subject_token.i + 1:root.i + 2].text))
 
 
-def _subordinate(tok, root) -> bool:
-    """The token sits in a clause under ``root`` that is not a condition of it (lexicon ``subordinate``,
-    ``condition_marks``)."""
-    lex = lexicon()
-    while tok.i != root.i and tok.head.i != tok.i:
-        if tok.dep_ in lex.subordinate and not any(k.dep_ == "mark" and k.lower_ in lex.condition_marks
-                                                   for k in tok.children) \
-                and not any(k.dep_ == "advmod" and k.lower_ in lex.condition_marks for k in tok.head.children):
-            return True
-        tok = tok.head
-    return False
-
-
 def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
     """A risk or a limit is said in the main clause, or a condition of it, of a concept of that clause: "Strange was
     a neurosurgeon before nerve damage impaired his hands." offers no risk of Strange; "If you exceed 100 requests a
@@ -203,7 +182,7 @@ def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
     root, at = main_root(s.span), cue_at(intent, s)
     cue = next((t for t in s.span if at is not None and t.idx - s.span.start_char >= at), None)
     where = next((s.span.doc[i] for i, c in s.concepts.items() if c is target), None)
-    return not any(t is not None and _subordinate(t, root) for t in (cue, where))
+    return not any(t is not None and subordinate(t, root) for t in (cue, where))
 
 
 def no_tautology(intent: Intent, target: Concept) -> bool:

