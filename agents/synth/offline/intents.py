@@ -89,9 +89,19 @@ def _negated(span) -> bool:
     return any(t.dep_ == "neg" or t.lower_ in ("no", "never", "cannot") for t in span)
 
 
+def _sure(ent) -> bool:
+    """An entity the parser often guesses is taken when the text says so: an amount of money names its currency
+    ("$95", "95 dollars"; not the issue number of "UTS #46")."""
+    if ent.label_ != "MONEY":
+        return True
+    sign = ent.doc[ent.start - 1].text if ent.start > 0 else ""
+    return any(c in lexicon().currency_signs for c in sign + ent.text) or any(
+        t.lower_ in lexicon().currency_words for t in ent)
+
+
 def cue_at(intent: Intent, s: Sentence) -> int | None:
     """The character offset (in the sentence) of the intent's first cue, None without one."""
-    found = [e.start_char - s.span.start_char for e in s.span.ents if e.label_ in intent.ents]
+    found = [e.start_char - s.span.start_char for e in s.span.ents if e.label_ in intent.ents and _sure(e)]
     for pat in intent.cues:
         if "{X}" in pat.pattern:
             if _defines(intent, s):

@@ -84,6 +84,8 @@ class Lexicon:
     failing: re.Pattern
     subordinate: frozenset[str]
     condition_marks: frozenset[str]
+    currency_signs: frozenset[str]
+    currency_words: frozenset[str]
     intents: dict[str, Intent]
 
 
@@ -118,4 +120,5 @@ def lexicon() -> Lexicon:
                    problem_words=frozenset(data["problem_words"]),
                    failing=re.compile(data["failing"], re.IGNORECASE),
                    subordinate=frozenset(data["subordinate"]), condition_marks=frozenset(data["condition_marks"]),
+                   currency_signs=frozenset(data["currency_signs"]), currency_words=frozenset(data["currency_words"]),
                    intents=intents)

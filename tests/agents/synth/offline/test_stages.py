@@ -524,3 +524,17 @@ def test_a_clause_does_not_name_its_own_subject_again():
             "simplifies infrastructure management.")
     qs = [render(o, k) for o in _offers(text).get("cause", []) for k in ("full", "pronoun")]
     assert not any(q and q.lower().count("acme cloud service") > 1 for q in qs), qs
+
+
+def test_an_amount_of_money_names_its_currency():
+    """The parser tags the issue number of "UTS #46" as money; a cost is asked only of an amount with its currency."""
+    assert not _offers("UTS #46 will convert this into lower case before the IDNA conversion.").get("cost")
+    assert "gold plan" in {o.concept.text.lower() for o in _offers("The Gold plan costs 20 euros a month.")["cost"]}
+
+
+def test_a_word_with_a_quote_inside_is_code_not_a_concept():
+    """'use "tzlocal"to get the name' (a quote run into the next word) gives no concept 'tzlocal"to'."""
+    from agents.synth.offline.nlp import code_like
+    assert code_like('"tzlocal"to') and not code_like('"name"') and not code_like("timezone")
+    assert not any('"' in o.concept.text for o in passage_offers(
+        'You can also use "tzlocal"to get the name of your local timezone.'))
