@@ -84,8 +84,9 @@ def check(pools: list[tuple[str, str]], human_path: str, work: str, emb: str | N
     return rows
 
 
-def run_row(domain: str, run: str, h: dict, work: str, emb: str | None = None) -> dict:
-    """The figures of one synthesis run against the human benchmark's (``h``: :func:`recall_and_ratio`)."""
+def run_figures(run: str, work: str, emb: str | None = None) -> dict:
+    """The figures of one synthesis run that need no human benchmark: turn health, history dependence, pronoun share,
+    BM25 rewrite / last turn and the last turn's Recall@20 per retriever."""
     from evaluation.realism import question_stats, turn_health
     from storage.benchmark import load_benchmark
     from storage.store import RunStore
@@ -94,9 +95,13 @@ def run_row(domain: str, run: str, h: dict, work: str, emb: str | None = None) -
     r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
     health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
     health["failed"] = health.pop("failed_share")
-    return {"pool": f"{domain}:{Path(run).name}", **health, "history_dependent": st.history_dependent,
-            "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"],
-            **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS},
+    return {**health, "history_dependent": st.history_dependent, "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"],
+            **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}}
+
+
+def run_row(domain: str, run: str, h: dict, work: str, emb: str | None = None) -> dict:
+    """The figures of one synthesis run against the human benchmark's (``h``: :func:`recall_and_ratio`)."""
+    return {"pool": f"{domain}:{Path(run).name}", **run_figures(run, work, emb),
             **{f"human_{k}_r20": h[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}}
 
 

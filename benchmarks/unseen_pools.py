@@ -20,6 +20,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,12 +51,17 @@ def manpages(dst: str, n: int = 1500, seed: int = 7) -> int:
     files = [f for sec in ("1", "8", "5") for f in sorted(glob.glob(f"/usr/share/man/man{sec}/*.gz"))
              if not os.path.basename(f).startswith(("gcloud", "bq", "gsutil", "perl", "x86_64", "llvm", "git-"))]
     random.Random(seed).shuffle(files)
+    if not files or shutil.which("man") is None:
+        raise SystemExit("manpages: needs man(1) and pages under /usr/share/man/man{1,5,8}")
     docs: list[dict] = []
     for f in files:
         if len(docs) >= n:
             break
-        out = subprocess.run(["man", "--nh", "--nj", "-P", "cat", "-l", f], capture_output=True, text=True,
-                             env={**os.environ, "MANWIDTH": "2000"}, timeout=60).stdout
+        try:
+            out = subprocess.run(["man", "--nh", "--nj", "-P", "cat", "-l", f], capture_output=True, text=True,
+                                 env={**os.environ, "MANWIDTH": "2000"}, timeout=60).stdout
+        except subprocess.TimeoutExpired:
+            continue            # a page man cannot render in a minute is left out
         out = re.sub(r".\x08", "", out)
         if len(out) < 1500:
             continue
@@ -85,21 +91,11 @@ def _write(dst: str, docs: list[dict]) -> int:
 
 
 def check(runs: list[str], work: str, emb: str | None) -> list[dict]:
-    from realism_targets import RETRIEVERS, recall_and_ratio
-
-    from evaluation.realism import question_stats, turn_health
-    from storage.benchmark import load_benchmark
-    from storage.store import RunStore
+    from realism_targets import run_figures
     rows = []
     for run in runs:
-        bench = load_benchmark(run, "ours")
-        st = question_stats(bench)
-        r = recall_and_ratio(bench, Path(work) / Path(run).name, emb)
-        health = turn_health(RunStore(run).read_table("turns", columns=["conv_id", "status"]).to_pylist())
-        rows.append({"run": run, "failed": health["failed_share"], "min_kept": health["min_kept"],
-                     "history_dependent": st.history_dependent, "pronoun": st.pronoun, "bm25_ratio": r["bm25_ratio"],
-                     **{f"{k}_r20": r[f"{k}/last_turn/recall_20"] for k in RETRIEVERS}})
-        x = rows[-1]
+        x = {"run": run, **run_figures(run, work, emb)}
+        rows.append(x)
         print(f"{run}: failed {x['failed']:.1%}, least kept {x['min_kept']:.0%}, history-dependent "
               f"{x['history_dependent']:.0%}, pronouns {x['pronoun']:.0%}, BM25 rewrite / last {x['bm25_ratio']:.2f}, "
               f"R@20 bm25 / dense / hybrid {x['bm25_r20']:.2f} / {x['dense_r20']:.2f} / {x['hybrid_r20']:.2f}")

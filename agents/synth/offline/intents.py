@@ -94,9 +94,9 @@ def _sure(ent) -> bool:
     ("$95", "95 dollars"; not the issue number of "UTS #46")."""
     if ent.label_ != "MONEY":
         return True
+    lex = lexicon()
     sign = ent.doc[ent.start - 1].text if ent.start > 0 else ""
-    return any(c in lexicon().currency_signs for c in sign + ent.text) or any(
-        t.lower_ in lexicon().currency_words for t in ent)
+    return any(c in lex.currency_signs for c in sign + ent.text) or any(t.lower_ in lex.currency_words for t in ent)
 
 
 def cue_at(intent: Intent, s: Sentence) -> int | None:
@@ -190,7 +190,7 @@ def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
     if not intent.main_clause:
         return True
     root, at = main_root(s.span), cue_at(intent, s)
-    cue = next((t for t in s.span if at is not None and t.idx - s.span.start_char >= at), None)
+    cue = None if at is None else next((t for t in s.span if t.idx - s.span.start_char >= at), None)
     where = next((s.span.doc[i] for i, c in s.concepts.items() if c is target), None)
     return not any(t is not None and subordinate(t, root) for t in (cue, where))
 

@@ -104,7 +104,8 @@ def lexicon() -> Lexicon:
             needs_agent=bool(d.get("needs_agent")), needs_other=bool(d.get("needs_other")),
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
             about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""),
-            now=bool(d.get("now")), problem=bool(d.get("problem")), main_clause=bool(d.get("main_clause")), named_person=tuple(d.get("named_person", [])))
+            now=bool(d.get("now")), problem=bool(d.get("problem")), main_clause=bool(d.get("main_clause")),
+            named_person=tuple(d.get("named_person", [])))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
