@@ -74,6 +74,8 @@ def templates(offer: Offer, kind: str) -> tuple[str, ...]:
     if kind == "full" and intent.named_person and offer.concept.person and offer.concept.proper \
             and _person_name(offer.concept.text):
         return intent.named_person      # "Who is Ada Lovelace?", not "What is Ada Lovelace?"
+    if intent.cue_named and kind in ("full", "pronoun") and intent.cue_names(offer.concept.text):
+        return intent.cue_named if kind == "full" else intent.cue_named_pronoun  # "How much is the annual fee?"
     return {"full": intent.full, "pronoun": intent.pronoun, "ellipsis": intent.ellipsis}[kind]
 
 
@@ -96,7 +98,8 @@ def _patterns() -> tuple[tuple[str, str, re.Pattern], ...]:
     is captured as ``X``, the other slots match any words."""
     out = []
     for name, intent in lexicon().intents.items():
-        for kind, ts in (("full", intent.full + intent.named_person), ("pronoun", intent.pronoun),
+        for kind, ts in (("full", intent.full + intent.named_person + intent.cue_named),
+                         ("pronoun", intent.pronoun + intent.cue_named_pronoun),
                          ("ellipsis", intent.ellipsis)):
             for t in ts:
                 rx = re.escape(t[:1].upper() + t[1:])

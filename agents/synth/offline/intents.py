@@ -17,7 +17,7 @@ from functools import lru_cache
 from agents.synth.offline.concepts import (Concept, concept_of, entity_of, gerund_concept, mentions, same,
                                           whole_name)
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
-from agents.synth.offline.nlp import main_root, prose, sentence_spans, subordinate
+from agents.synth.offline.nlp import main_root, pointer, prose, sentence_spans, subordinate
 
 MIN_TOKENS, MAX_TOKENS = 5, 80
 OVERVIEW_CONCEPTS = 3       # concepts of a passage that get an overview offer (the fallback intent)
@@ -197,8 +197,11 @@ def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
 
 def no_tautology(intent: Intent, target: Concept) -> bool:
     """A concept named by the intent's own cue is not asked with it: no "Is there a limit on the limit increase?"
-    nor "What are the risks of the damage?"."""
-    return not any(p.search(target.text) for p in intent.cues if "{X}" not in p.pattern)
+    nor "What are the risks of the damage?"; an intent with forms for such a concept asks those ("How much is the
+    annual fee?", :meth:`~agents.synth.offline.lexicon.Intent.cue_names`), of a concept with a word of its own (not "How much is the price?")."""
+    if not intent.cue_names(target.text):
+        return True
+    return bool(intent.cue_named) and any(not intent.cue_names(w) for w in target.text.split())
 
 
 @rule("intents")
@@ -426,8 +429,8 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     for i, span in enumerate(spans):
         if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
             continue
-        if not (is_prose[i] and _has_verb(span)):
-            continue            # a heading, a label, a code line or a table row is no sentence to ask of
+        if not (is_prose[i] and _has_verb(span)) or pointer(span):
+            continue            # a heading, a label, a code line, a table row or a pointer is no sentence to ask of
         concepts = _chunks(span, by_key)
         subject, token = _subject(span, concepts, previous, main)
         out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
@@ -438,6 +441,7 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
     for c in ranked[:OVERVIEW_CONCEPTS]:
         i = m.first[c.key]
-        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and is_prose[i] and _has_verb(spans[i]):
+        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and is_prose[i] and _has_verb(spans[i]) \
+                and not pointer(spans[i]):
             out.append(Offer("overview", c, i, spans[i].text))
     return tuple(out)

@@ -55,9 +55,15 @@ class Intent:
     needs_number: bool = False     # the sentence states a number (a cost, a limit, a duration is one)
     anchor: str = ""               # the clause's verb has a date / a place complement ("opened in 1937")
     named_person: tuple[str, ...] = ()  # full forms for a named person ("Who is Ada Lovelace?")
+    cue_named: tuple[str, ...] = ()     # full forms for a concept its own cue names ("How much is the annual fee?")
+    cue_named_pronoun: tuple[str, ...] = ()
     now: bool = False              # a problem someone has: present tense, or told by a person ("my laptop failed")
     problem: bool = False          # asked of a problem: a concept naming one, or the subject said to be failing
     main_clause: bool = False      # said in the main clause (or a condition of it), of a concept of that clause
+
+    def cue_names(self, text: str) -> bool:
+        """The intent's own cue names the concept ``text``: "the annual fee" is a cost's concept and its cue."""
+        return any(p.search(text) for p in self.cues if "{X}" not in p.pattern)
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,7 @@ class Lexicon:
     anaphors: frozenset[str]
     people_heads: frozenset[str]
     interface_verbs: frozenset[str]
+    pointer_verbs: frozenset[str]
     light_verbs: frozenset[str]
     people_intents: frozenset[str]
     named_intents: frozenset[str]
@@ -105,12 +112,13 @@ def lexicon() -> Lexicon:
             fallback=bool(d.get("fallback")), negated_ok=bool(d.get("negated_ok")),
             about=d.get("about", "subject"), needs_number=bool(d.get("needs_number")), anchor=d.get("anchor", ""),
             now=bool(d.get("now")), problem=bool(d.get("problem")), main_clause=bool(d.get("main_clause")),
-            named_person=tuple(d.get("named_person", [])))
+            named_person=tuple(d.get("named_person", [])), cue_named=tuple(d.get("cue_named", [])),
+            cue_named_pronoun=tuple(d.get("cue_named_pronoun", [])))
     return Lexicon(generic_heads=frozenset(data["generic_heads"]), edge_drop=frozenset(data["phrase_edge_drop"]),
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
                    named_intents=frozenset(data["named_intents"]),
-                   interface_verbs=frozenset(data["interface_verbs"]), light_verbs=frozenset(data["light_verbs"]),
+                   interface_verbs=frozenset(data["interface_verbs"]), pointer_verbs=frozenset(data["pointer_verbs"]), light_verbs=frozenset(data["light_verbs"]),
                    irregular_past=dict(data["irregular_past"]), irregular_present=dict(data["irregular_present"]),
                    recurring_date_words=frozenset(data["recurring_date_words"]),
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),

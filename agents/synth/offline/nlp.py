@@ -212,3 +212,11 @@ def subordinate(tok, root) -> bool:
             return True
         tok = tok.head
     return False
+
+
+def pointer(span) -> bool:
+    """The sentence sends the reader elsewhere and says nothing itself: "For more information about the two modes,
+    see Access control." (an imperative of lexicon ``pointer_verbs``)."""
+    root = main_root(span)
+    return root.lemma_.lower() in lexicon().pointer_verbs and root.tag_ in ("VB", "VBP") \
+        and not any(k.dep_ in ("nsubj", "nsubjpass") for k in root.children)

@@ -538,3 +538,39 @@ def test_a_word_with_a_quote_inside_is_code_not_a_concept():
     assert code_like('"tzlocal"to') and not code_like('"name"') and not code_like("timezone")
     assert not any('"' in o.concept.text for o in passage_offers(
         'You can also use "tzlocal"to get the name of your local timezone.'))
+
+
+def test_a_concept_its_cost_cue_names_is_asked_how_much_it_is():
+    """"The annual fee is $95." asks "How much is the annual fee?" (not nothing, not "How much does the annual fee
+    cost?"); a bare cue word names nothing to price ("The price is 12 euros." offers no cost)."""
+    fee = [o for o in passage_offers("The annual fee is $95. It is charged every January.") if o.intent == "cost"]
+    assert [render(o, "full") for o in fee] == ["How much is the annual fee?"]
+    assert render(fee[0], "pronoun") == "How much is it?"
+    assert [render(o, "full") for o in passage_offers("Late fees are 25 dollars per month.")
+            if o.intent == "cost"] == ["How much are late fees?"]
+    assert not [o for o in passage_offers("The price is 12 euros for adults.") if o.intent == "cost"]
+    assert "How much does the bridge cost?" in _questions(ENCYCLOPEDIA)      # a concept of its own keeps its form
+
+
+@pytest.mark.parametrize("text", [
+    "For more information about the advantages and disadvantages of these modes, see Access control mechanisms.",
+    "For an example of using filters and queries together, see Building combined queries.",
+    "Refer to the pricing page for the cost of a bucket.",
+    "For more information about the code that is used for this example, see helloworld.",   # (parsed as VBP)
+])
+def test_a_sentence_that_points_elsewhere_offers_nothing(text):
+    assert passage_offers(text) == ()
+
+
+def test_a_sentence_whose_subject_sees_something_still_offers():
+    text = "You can see your current usage on the dashboard. The dashboard shows the usage of each bucket."
+    assert passage_offers(text)
+
+
+def test_a_word_that_frames_a_judgement_is_no_concept():
+    """"advantages" frames what is said of a concept; it is none itself (no "Are there any downsides to
+    advantages?")."""
+    keys = {c.key for c in mentions("The advantages of the Lite plan are its price and its limits. The main "
+                                    "drawback of the plan is its support.").concepts}
+    assert not keys & {"advantage", "advantages", "drawback", "drawbacks"}
+    assert any("plan" in k for k in keys)
