@@ -147,7 +147,7 @@ def asks(question: str, offer: Offer) -> bool:
 def no_echo(question: str, offer: Offer) -> bool:
     """No word twice in a row, a comparison compares two things ("How does the fee compare to the fee?") and a
     clause does not name its own subject again ("Why did the service choose the service?")."""
-    ws = question.lower().split()
+    ws = re.findall(r"[\w'-]+", question.lower())     # ("... for maxItems maxItems?": the mark is no word)
     if any(a == b for a, b in zip(ws, ws[1:])):
         return False
     if offer.clause and re.search(rf"\b{re.escape(offer.concept.text)}\b", offer.clause.rest, re.IGNORECASE):

@@ -74,6 +74,7 @@ class Lexicon:
     people_heads: frozenset[str]
     interface_verbs: frozenset[str]
     pointer_verbs: frozenset[str]
+    open_words: frozenset[str]
     light_verbs: frozenset[str]
     people_intents: frozenset[str]
     named_intents: frozenset[str]
@@ -118,7 +119,8 @@ def lexicon() -> Lexicon:
                    anaphors=frozenset(data["anaphors"]),
                    people_heads=frozenset(data["people_heads"]), people_intents=frozenset(data["people_intents"]),
                    named_intents=frozenset(data["named_intents"]),
-                   interface_verbs=frozenset(data["interface_verbs"]), pointer_verbs=frozenset(data["pointer_verbs"]), light_verbs=frozenset(data["light_verbs"]),
+                   interface_verbs=frozenset(data["interface_verbs"]), pointer_verbs=frozenset(data["pointer_verbs"]),
+                   open_words=frozenset(data["open_words"]), light_verbs=frozenset(data["light_verbs"]),
                    irregular_past=dict(data["irregular_past"]), irregular_present=dict(data["irregular_present"]),
                    recurring_date_words=frozenset(data["recurring_date_words"]),
                    own_words=frozenset(data["own_words"]), linking_verbs=frozenset(data["linking_verbs"]),

@@ -124,17 +124,31 @@ _URL = re.compile(r"https?://\S+")
 def clean_passage(text: str) -> str:
     """Passage text ready to parse: markdown links become their label (a link the text then names again goes:
     "[Object Storage](url) Object Storage is ..." -> "Object Storage is ..."), URLs, heading marks, bullets and
-    the ": " of a definition list ("Term" then ": its definition") go, each line is detokenised,
-    paragraph breaks are kept as newlines."""
-    lines = []
-    for line in text.splitlines():
-        line = _MD_LINK.sub(r"\1", _MD_LINK_SAID.sub("", line))
+    the ": " of a definition list ("Term" then ": its definition") go, each line is detokenised, a line
+    broken at a fixed width is joined again (:func:`wrapped`), paragraph breaks are kept as newlines."""
+    lines: list[str] = []
+    joins = False
+    for raw in text.splitlines():
+        line = _MD_LINK.sub(r"\1", _MD_LINK_SAID.sub("", raw))
         line = _URL.sub("", line)
-        line = re.sub(r"^\s*(#+|[-*+:]|\d+\.)\s+", "", line)      # headings, bullets, definition-list ": "
-        line = detokenize(line)
-        if line:
+        marked = re.match(r"^\s*(#+|[-*+:]|\d+\.)\s+", line)
+        line = detokenize(line[marked.end():] if marked else line)
+        if line and joins and not marked and wrapped(lines[-1], line):
+            lines[-1] = f"{lines[-1]} {line}"
+        elif line:
             lines.append(line)
+        joins = bool(line) and not (marked and marked.group(1).startswith("#"))
     return "\n".join(lines)
+
+
+def wrapped(line: str, nxt: str) -> bool:
+    """``nxt`` goes on the sentence of ``line``, broken at a fixed width ("... which\nis not a good fit when ..."): the
+    line ends with no mark of a sentence's end, and the next starts in lower case or the line ends on a comma or a
+    word no sentence ends on (lexicon ``open_words``). A heading and a bullet stay lines of their own."""
+    if line.endswith((".", "!", "?", ":", ";")) or not nxt:
+        return False
+    last = line.split()[-1].lower()
+    return nxt[0].islower() or line.endswith(",") or last in lexicon().open_words
 
 
 @lru_cache(maxsize=4096)

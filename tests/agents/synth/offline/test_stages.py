@@ -574,3 +574,27 @@ def test_a_word_that_frames_a_judgement_is_no_concept():
                                     "drawback of the plan is its support.").concepts}
     assert not keys & {"advantage", "advantages", "drawback", "drawbacks"}
     assert any("plan" in k for k in keys)
+
+
+def test_a_paragraph_broken_at_a_fixed_width_is_read_as_sentences():
+    """A README or an e-mail broken at 60 columns: the lines of one sentence are one sentence again (no question
+    from the fragment "is not a good fit when you resolve names"); a heading and a bullet stay lines of their own."""
+    from agents.synth.offline.nlp import clean_passage, sentence_spans
+    text = ("The connector only works when you pass in an unresolved name, which\nis not a good fit when you "
+            "cache DNS answers or resolve\nnames another way.\n# Installing\nInstall the package with pip.\n"
+            "- works with\n- Python 3.9")
+    assert clean_passage(text).split("\n") == [
+        "The connector only works when you pass in an unresolved name, which is not a good fit when you cache DNS "
+        "answers or resolve names another way.", "Installing", "Install the package with pip.", "works with",
+        "Python 3.9"]
+    assert [s.text for s in sentence_spans(text)][0].startswith("The connector only works")
+    assert not any(o.sentence.startswith("is not") or o.sentence.startswith("names") for o in passage_offers(text))
+
+
+def test_no_word_twice_in_a_row_whatever_its_case_or_mark():
+    """A concept cut from "maxItems maxItems MUST be present." is no question: "What are the requirements for
+    maxitems maxItems?" repeats a word before its question mark."""
+    from agents.synth.offline.forms import no_echo
+    o = next(iter(passage_offers(MANUAL)))
+    assert not no_echo("What are the requirements for maxitems maxItems?", o)
+    assert no_echo("What are the requirements for bucket names?", o)
