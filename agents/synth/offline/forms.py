@@ -75,7 +75,7 @@ def templates(offer: Offer, kind: str) -> tuple[str, ...]:
             and _person_name(offer.concept.text):
         return intent.named_person      # "Who is Ada Lovelace?", not "What is Ada Lovelace?"
     if intent.cue_named and kind in ("full", "pronoun") and intent.cue_names(offer.concept.text):
-        return intent.cue_named if kind == "full" else intent.cue_named_pronoun  # "How much is the annual fee?"
+        return intent.cue_named if kind == "full" else intent.cue_named_pronoun     # the intent is in the concept
     return {"full": intent.full, "pronoun": intent.pronoun, "ellipsis": intent.ellipsis}[kind]
 
 
@@ -147,7 +147,7 @@ def asks(question: str, offer: Offer) -> bool:
 def no_echo(question: str, offer: Offer) -> bool:
     """No word twice in a row, a comparison compares two things ("How does the fee compare to the fee?") and a
     clause does not name its own subject again ("Why did the service choose the service?")."""
-    ws = re.findall(r"[\w'-]+", question.lower())     # ("... for maxItems maxItems?": the mark is no word)
+    ws = re.findall(r"[\w'-]+", question.lower())     # words, not tokens: a mark stuck to a word hides no repeat
     if any(a == b for a, b in zip(ws, ws[1:])):
         return False
     if offer.clause and re.search(rf"\b{re.escape(offer.concept.text)}\b", offer.clause.rest, re.IGNORECASE):

@@ -91,7 +91,7 @@ def _negated(span) -> bool:
 
 def _sure(ent) -> bool:
     """An entity the parser often guesses is taken when the text says so: an amount of money names its currency
-    ("$95", "95 dollars"; not the issue number of "UTS #46")."""
+    ("$95", "95 dollars"; not a number after "#", which the parser may read as money)."""
     if ent.label_ != "MONEY":
         return True
     lex = lexicon()
@@ -197,8 +197,8 @@ def in_main_clause(intent: Intent, target: Concept, s: Sentence) -> bool:
 
 def no_tautology(intent: Intent, target: Concept) -> bool:
     """A concept named by the intent's own cue is not asked with it: no "Is there a limit on the limit increase?"
-    nor "What are the risks of the damage?"; an intent with forms for such a concept asks those ("How much is the
-    annual fee?", :meth:`~agents.synth.offline.lexicon.Intent.cue_names`), of a concept with a word of its own (not "How much is the price?")."""
+    nor "What are the risks of the damage?". An intent with forms for such a concept (lexicon ``cue_named``) asks
+    those, of a concept with a word besides its cue words (:meth:`~agents.synth.offline.lexicon.Intent.cue_names`)."""
     if not intent.cue_names(target.text):
         return True
     return bool(intent.cue_named) and any(not intent.cue_names(w) for w in target.text.split())
@@ -426,11 +426,12 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     is_prose = [prose(s) for s in spans]
     if not mostly_prose(spans, is_prose):
         return ()
+    # a heading, a label, a code line, a table row or a pointer is no sentence to ask of
+    readable = [MIN_TOKENS <= len(s) <= MAX_TOKENS and ok and _has_verb(s) and not pointer(s)
+                for s, ok in zip(spans, is_prose)]
     for i, span in enumerate(spans):
-        if not MIN_TOKENS <= len(span) <= MAX_TOKENS or span.text.rstrip().endswith(("?", ":")):
+        if not readable[i] or span.text.rstrip().endswith(("?", ":")):
             continue
-        if not (is_prose[i] and _has_verb(span)) or pointer(span):
-            continue            # a heading, a label, a code line, a table row or a pointer is no sentence to ask of
         concepts = _chunks(span, by_key)
         subject, token = _subject(span, concepts, previous, main)
         out.extend(sentence_offers(Sentence(span, i, concepts, subject, token)))
@@ -441,7 +442,6 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     ranked = sorted(m.concepts, key=lambda c: (-m.counts[c.key], m.first[c.key], c.key))
     for c in ranked[:OVERVIEW_CONCEPTS]:
         i = m.first[c.key]
-        if i < len(spans) and MIN_TOKENS <= len(spans[i]) <= MAX_TOKENS and is_prose[i] and _has_verb(spans[i]) \
-                and not pointer(spans[i]):
+        if i < len(spans) and readable[i]:
             out.append(Offer("overview", c, i, spans[i].text))
     return tuple(out)

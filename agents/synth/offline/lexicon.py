@@ -55,7 +55,7 @@ class Intent:
     needs_number: bool = False     # the sentence states a number (a cost, a limit, a duration is one)
     anchor: str = ""               # the clause's verb has a date / a place complement ("opened in 1937")
     named_person: tuple[str, ...] = ()  # full forms for a named person ("Who is Ada Lovelace?")
-    cue_named: tuple[str, ...] = ()     # full forms for a concept its own cue names ("How much is the annual fee?")
+    cue_named: tuple[str, ...] = ()     # full forms for a concept that the intent's own cue names
     cue_named_pronoun: tuple[str, ...] = ()
     now: bool = False              # a problem someone has: present tense, or told by a person ("my laptop failed")
     problem: bool = False          # asked of a problem: a concept naming one, or the subject said to be failing

@@ -187,7 +187,7 @@ _FLAG = re.compile(r"--?[A-Za-z][\w-]*")
 def code_like(token: str) -> bool:
     """A token of code, a command, a path or markup, not a word of prose: it holds a symbol that prose does not
     use inside a word ("user_type", "<br>", "a=b", "{"), a key of JSON ('"name":'), a command's flag ("--json"),
-    an inner colon ("/:deployment_id") or quote ('"tzlocal"to'), a path's slash ("/v5/keys"; "and/or" is prose), a
+    an inner colon ("/:deployment_id") or quote ('name"to'), a path's slash ("/v5/keys"; "and/or" is prose), a
     constant ("INSIDE-TO-APP") or an identifier of ten or more letters and digits ("f1aba936b942", "VRVDR-58179")."""
     if any(c in _CODE_CHARS for c in token) or '":' in token or _FLAG.fullmatch(token.rstrip(".,;:")):
         return True
