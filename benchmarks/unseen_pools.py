@@ -4,6 +4,8 @@
     python benchmarks/unseen_pools.py manpages /tmp/man.jsonl.gz
     # the long descriptions (READMEs) of the installed Python packages (product documentation)
     python benchmarks/unseen_pools.py readmes /tmp/pkg.jsonl.gz
+    # the paragraphs of HTML books found on this machine (tutorials in the second person, e.g. a toolchain's books)
+    python benchmarks/unseen_pools.py books /tmp/books.jsonl.gz --root ~/.rustup/toolchains
     # synthesize with benchmarks/realism.py synthesize ..., then:
     python benchmarks/unseen_pools.py check mtr-runs/rt-man mtr-runs/rt-pkg
 
@@ -22,6 +24,8 @@ import random
 import re
 import shutil
 import subprocess
+from collections import Counter
+from html.parser import HTMLParser
 import sys
 from pathlib import Path
 
@@ -83,6 +87,67 @@ def readmes(dst: str) -> int:
     return _write(dst, docs)
 
 
+class _Paragraphs(HTMLParser):
+    """The text of a page's paragraphs and list items; code blocks, navigation and scripts left out."""
+    SKIP = {"pre", "script", "style", "nav", "head", "title"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paras: list[str] = []
+        self._buf: list[str] | None = None
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.SKIP:
+            self._skip += 1
+        elif tag in ("p", "li") and not self._skip:
+            self._flush()
+            self._buf = []
+
+    def handle_endtag(self, tag):
+        if tag in self.SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag in ("p", "li", "ul", "ol"):
+            self._flush()
+
+    def handle_data(self, data):
+        if self._buf is not None and not self._skip:
+            self._buf.append(data)
+
+    def _flush(self) -> None:
+        if self._buf:
+            text = " ".join("".join(self._buf).split())
+            if len(text.split()) > 3:
+                self.paras.append(text)
+        self._buf = None
+
+
+def books(dst: str, root: str, n: int = 1500, seed: int = 7) -> int:
+    """Up to 3 passages per page of the HTML books under ``root`` (pages in a seeded random order; generated API
+    references, search and print pages left out)."""
+    files = [f for f in sorted(glob.glob(os.path.join(os.path.expanduser(root), "**", "*.html"), recursive=True))
+             if os.path.getsize(f) > 4000 and not re.search(r"/(std|core|alloc|proc_macro|test|error_codes)/|print\.html"
+                                                            r"|search|index\.html|toc\.html|404", f)]
+    if not files:
+        raise SystemExit(f"books: no HTML pages under {root}")
+    random.Random(seed).shuffle(files)
+    pages: dict[str, list[str]] = {}
+    for f in files:
+        key = os.path.relpath(f, os.path.expanduser(root)).split("/html/", 1)[-1]
+        if key not in pages:            # the same book in another toolchain is read once
+            page = _Paragraphs()
+            page.feed(Path(f).read_text(encoding="utf-8", errors="replace"))
+            pages[key] = page.paras
+    common = Counter(p for paras in pages.values() for p in set(paras))
+    docs: list[dict] = []
+    for key, paras in pages.items():
+        if len(docs) >= n:
+            break
+        paras = [p for p in paras if common[p] <= 3]        # a page's furniture (help, footers) is on every page
+        docs += _passages("book-" + re.sub(r"[^A-Za-z0-9]+", "-", key.removesuffix(".html")), paras, 3)
+    return _write(dst, docs[:n])
+
+
 def _write(dst: str, docs: list[dict]) -> int:
     with gzip.open(dst, "wt", encoding="utf-8") as g:
         for d in docs:
@@ -107,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("manpages").add_argument("out")
     sub.add_parser("readmes").add_argument("out")
+    b = sub.add_parser("books")
+    b.add_argument("out")
+    b.add_argument("--root", required=True)
     c = sub.add_parser("check")
     c.add_argument("runs", nargs="+")
     c.add_argument("--work", default="mtr-runs/unseen-work")
@@ -116,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         print(manpages(a.out), "passages")
     elif a.cmd == "readmes":
         print(readmes(a.out), "passages")
+    elif a.cmd == "books":
+        print(books(a.out, a.root), "passages")
     else:
         sys.path.append(str(Path(__file__).resolve().parent))
         check(a.runs, a.work, a.embed_cache_dir)

@@ -85,10 +85,13 @@ def prepare_task(run_dir: str, config: dict) -> dict:
     """Once per run: the conversation plans, the synthesis key and the uniqueness index (built
     and persisted under ``<run>/cache/uniqueness`` the first time, opened memory-mapped after)."""
     from agents.synth.replace import replacement_cap
-    from agents.synth.run import corpus_hash, load_plan_inputs, plan_conversations, synthesis_key   # costly: langgraph
+    from agents.synth.run import (corpus_hash, load_plan_inputs, offline_language_note, plan_conversations,   # costly:
+                                  synthesis_key)                                                         # langgraph
     cfg = MTRConfig.model_validate(config)
     store = RunStore(run_dir)
     clusters, cvecs, corpus = load_plan_inputs(store)
+    if note := offline_language_note(corpus, llm_config_for(cfg)):
+        get_run_logger().warning(note)
     plans = plan_conversations(clusters, cvecs, cfg.synth)
     n_spares = replacement_cap(len(plans), cfg.synth.max_replaced_share) if cfg.synth.min_turns_kept > 0 else 0
     spares = plan_conversations(clusters, cvecs, cfg.synth, spares=n_spares) if n_spares else []

@@ -47,11 +47,13 @@ class Answerer(SynthStep, name="answerer", kind="generation", prompt_version="an
 
     def offline(self, x: dict) -> AnswerOut:
         """Extractive: the sentence that offers what the (standalone) question asks, with its supporting context
-        (each gold passage's for a comparison), padded with neighbours up to ``min_chars``; see
+        (each gold passage's for a comparison; an overview's next sentence on its concept when the conversation has
+        read the first), padded with neighbours up to ``min_chars``; see
         :mod:`agents.synth.offline.checks`."""
-        from agents.synth.offline.checks import answer, passage_sentences   # costly: spaCy loads on first use
+        from agents.synth.offline.checks import answer, answers_read, passage_sentences   # costly: spaCy loads
         q, standalone = x["question"], x.get("standalone_question") or x["question"]
-        text = " ".join(answer(q, standalone, p) for p in [x["passage"], *x.get("also", [])])
+        read = answers_read(x.get("history") or [])
+        text = " ".join(answer(q, standalone, p, read) for p in [x["passage"], *x.get("also", [])])
         floor = x.get("min_chars") or 0
         if len(text) < floor:
             rest = [s for s in passage_sentences(x["passage"]["text"]) if s not in text]

@@ -94,27 +94,56 @@ def plan_conversations(clusters: list[dict], cluster_vecs: dict[int, np.ndarray]
     pools = {c: tuple(cid for _, cid in sorted(m)) for c, m in by_cluster.items()}
     order = sorted(ids, key=lambda c: _u(cfg.seed, "pick", c))
     n = cfg.conversations or len(ids)
-    chosen = sorted(order[:n]) if not spares else order[n:n + spares]
-    return [_plan(c, ids, topic, pools, cluster_vecs, cfg) for c in chosen]
+    used = set(order[:n])       # a switch goes to a cluster no other conversation is about (while there is one)
+    plans = [_plan(c, ids, topic, pools, cluster_vecs, cfg, used) for c in sorted(order[:n])]
+    if spares:
+        used |= set(order[n:n + spares])
+        plans = [_plan(c, ids, topic, pools, cluster_vecs, cfg, used) for c in order[n:n + spares]]
+    return plans
+
+
+def _switch_cluster(c: int, conv_id: str, ids: list[int], topic: dict[int, int], cluster_vecs: dict[int, np.ndarray],
+                    seed: int, used: set[int]) -> int | None:
+    """The cluster a conversation switches to: a seeded pick among the farthest third of the clusters of another
+    topic (of all other clusters when no other topic has one), the next one in that order when another conversation
+    is about the pick or switches to it. When the other topics' far
+    clusters are all taken (a corpus of two or three topics, one of them small) the pick is among the farthest
+    third of every other cluster instead: 30 conversations switching to the same cluster of the one small topic
+    would repeat its passages in each."""
+    v = cluster_vecs.get(c)
+
+    def far(cands: list[int]) -> list[int]:
+        if v is None:
+            return cands
+        return sorted(cands, key=lambda o: float(cluster_vecs[o] @ v))[: max(1, len(cands) // 3)]
+    others = [o for o in ids if o != c]
+    other_topic = [o for o in others if topic[o] != topic[c]]
+    u = _u(seed, conv_id, "switch-cluster")
+    for cands in (far(other_topic or others), far(others)):
+        if not cands:
+            continue
+        start = int(u * len(cands))
+        pick = next((cands[(start + k) % len(cands)] for k in range(len(cands))
+                     if cands[(start + k) % len(cands)] not in used), None)
+        if pick is not None:
+            return pick
+    return None
 
 
 def _plan(c: int, ids: list[int], topic: dict[int, int], pools: dict[int, tuple[str, ...]],
-          cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig) -> ConvPlan:
+          cluster_vecs: dict[int, np.ndarray], cfg: SynthConfig, used: set[int] | None = None) -> ConvPlan:
+    """The plan of the conversation on cluster ``c``; its switch cluster is added to ``used``."""
+    used = set() if used is None else used
     conv_id = f"c{c:05d}"
     T = cfg.turns
     switch_turn = sw_c = sw_t = None
     sw_pool: tuple[str, ...] = ()
     if T >= 3 and _u(cfg.seed, conv_id, "switch") < cfg.switch_ratio:
-        others = [o for o in ids if o != c and (topic[o] != topic[c] or topic[c] == -1)]
-        others = [o for o in others if topic[o] != topic[c]] or [o for o in ids if o != c]
-        if others:
-            v = cluster_vecs.get(c)
-            if v is not None:
-                sims = sorted(others, key=lambda o: float(cluster_vecs[o] @ v))
-                far = sims[: max(1, len(sims) // 3)]       # the farthest third
-            else:
-                far = others
-            sw_c = far[int(_u(cfg.seed, conv_id, "switch-cluster") * len(far))]
+        sw_c = _switch_cluster(c, conv_id, ids, topic, cluster_vecs, cfg.seed, used)
+        if sw_c is None:        # every other cluster is taken: one already switched to is a switch still
+            sw_c = _switch_cluster(c, conv_id, ids, topic, cluster_vecs, cfg.seed, set())
+        if sw_c is not None:
+            used.add(sw_c)
             sw_t = topic[sw_c]
             sw_pool = pools[sw_c]
             switch_turn = 2 + int(_u(cfg.seed, conv_id, "switch-turn") * (T - 2))   # in [2, T-1]
@@ -346,6 +375,20 @@ def _offline_questioner(llm_cfg) -> bool:
         return llm_cfg.resolve(step.role or step.name, kind=step.kind, step_sampling=step.sampling).backend == "offline"
     except Exception:  # noqa: BLE001 - an unresolvable role fails in the session, with its own message
         return False
+
+
+def offline_language_note(corpus: dict[str, dict], llm_cfg) -> str | None:
+    """A warning when the questioner runs offline on a corpus that is mostly not English: the offline rules read
+    English only, so its passages in other languages offer no question (the run would end with few turns and no
+    word of why). None otherwise."""
+    if not corpus or not _offline_questioner(llm_cfg):
+        return None
+    from agents.synth.gate_text import corpus_language
+    lang, _ = corpus_language([corpus[k]["text"] for k in sorted(corpus)])
+    if lang == "en":
+        return None
+    return (f"the offline backend reads English only and this corpus is mostly {lang!r}: its passages in other "
+            f"languages offer no question; give an LLM endpoint (--llm-config) to synthesize on it")
 
 
 def synthesize_batch(store: RunStore, plans: list[ConvPlan], corpus: dict[str, dict], llm_cfg, cfg: SynthConfig,

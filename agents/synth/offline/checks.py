@@ -20,7 +20,7 @@ from agents.synth.offline.discourse import offer_of
 from agents.synth.offline.forms import is_yesno, parse
 from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon, rule, rules
-from agents.synth.offline.nlp import clean_passage, detokenize, sentence_spans
+from agents.synth.offline.nlp import clean_passage, detokenize, main_root, sentence_spans
 from agents.synth.offline.semantic import best_similarity
 from agents.synth.text import content_words, jaccard_words, overlap, sentences, words
 
@@ -54,8 +54,32 @@ def supporting_context(sents: list[str], idx: int) -> str:
     return " ".join(out)
 
 
-def answer(question: str, standalone: str, passage: dict) -> str:
-    """The offline answer of ``standalone`` (as ``question`` was asked) from ``passage``."""
+def answers_read(history: list) -> str:
+    """The words of the answers of a conversation's ``history`` ([role, text] pairs), one answer per line: what
+    the user has read (:func:`already_read`)."""
+    return "\n".join(" " + " ".join(words(text)) + " " for role, text in history or [] if role == "assistant")
+
+
+def already_read(text: str, read: str) -> bool:
+    """``text`` (after a "Yes."/"No.") is one of the answers in ``read`` (:func:`answers_read`), or part of one."""
+    body = " ".join(words(text.removeprefix("Yes. ").removeprefix("No. ")))
+    return bool(body) and f" {body} " in read
+
+
+def _says_more(concept, span) -> bool:
+    """The sentence says more of ``concept``: it names it, or its subject is the pronoun for it ("It was rebuilt in
+    1990." after "The bridge opened in 1937.")."""
+    if concept.head in words(span.text):
+        return True
+    pronoun = ("he", "she") if concept.person else ("they",) if concept.plural else ("it",)
+    return any(t.dep_ in ("nsubj", "nsubjpass") and t.lower_ in pronoun for t in main_root(span).children)
+
+
+def answer(question: str, standalone: str, passage: dict, read: str = "") -> str:
+    """The offline answer of ``standalone`` (as ``question`` was asked) from ``passage``. An overview ("Can you tell
+    me more about it?") whose sentence the user has read (``read``: :func:`answers_read`) is answered by the next
+    sentence that says more of its concept (:func:`_says_more`): what the passage says of it that the conversation
+    has not."""
     text = passage["text"]
     sents = passage_sentences(text)
     if not sents:
@@ -64,6 +88,12 @@ def answer(question: str, standalone: str, passage: dict) -> str:
     if offer is None:
         idx = max(range(len(sents)), key=lambda i: (overlap(standalone or question, sents[i]), -i))
         return supporting_context(sents, idx)
+    if offer.intent == "overview" and read and already_read(supporting_context(sents, offer.sent_index), read):
+        spans = sentence_spans(text)
+        new = next((i for i in range(offer.sent_index + 1, len(sents)) if len(words(sents[i])) >= 5
+                    and _says_more(offer.concept, spans[i]) and not already_read(sents[i], read)), None)
+        if new is not None:     # (its pronoun names the concept: the question just did)
+            return supporting_context(sents, new)
     body = supporting_context(sents, offer.sent_index)
     if offer.sent_index and offer.concept.head not in " ".join(words(sents[offer.sent_index])):
         body = f"{sents[offer.sent_index - 1]} {body}"      # "It was opened in 1937." says what "it" is before it
@@ -96,6 +126,9 @@ def names_concept(x: dict, offer: Offer | None) -> str | None:
         return None
     if offer.concept.head in {w.rstrip("s") for w in said} | said:
         return None
+    spans = sentence_spans(x["answer"])
+    if offer.intent == "overview" and spans and _says_more(offer.concept, spans[0]):
+        return None         # "It was rebuilt in 1990." tells more of the bridge the question names
     return f"the answer does not name {offer.concept.text!r}"
 
 

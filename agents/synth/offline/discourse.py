@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from agents.synth.config import OfflineConfig
-from agents.synth.offline.concepts import Concept, mentions, same
+from agents.synth.offline.concepts import Concept, concept_of, mentions, same, whole_name
 from agents.synth.offline.forms import CONTEXT, parse, render, templates
 from agents.synth.offline.intents import Offer, passage_offers
 from agents.synth.offline.lexicon import lexicon, rule
+from agents.synth.offline.nlp import main_root, sentence_spans
 from agents.synth.text import words
 
 
@@ -63,9 +64,10 @@ class Segment:
     last_answer: str = ""          # the previous turn's answer
     asked: set[tuple[str, str]] = field(default_factory=set)
     turns: int = 0
+    centre: Concept | None = None  # the subject of the previous answer (:func:`answer_subject`)
 
     def on_thread(self, c: Concept) -> bool:
-        return any(x is not None and same(c, x) for x in (self.focus, self.last))
+        return any(x is not None and same(c, x) for x in (self.focus, self.last, self.centre))
 
     def answered(self, c: Concept) -> bool:
         """The previous answer named ``c`` as written and no other concept with its head, so "the branch" can only
@@ -95,8 +97,22 @@ def read(segment: list[dict]) -> Segment:
         seg.last, seg.last_intent = o.concept, o.intent
         seg.last_question = (t.get("standalone_question") or "").strip()
         seg.last_answer = t.get("answer") or ""
+        seg.centre = answer_subject(seg.last_answer)
         seg.asked.add((o.intent, o.concept.key))
     return seg
+
+
+@lru_cache(maxsize=2048)
+def answer_subject(answer: str) -> Concept | None:
+    """The subject of an answer's first sentence: what the next question's pronoun refers to when it names no other
+    (the subject of the last thing said is the first antecedent a reader tries). "Mahatma Gandhi felt that the revolt
+    was veering off course." -> Mahatma Gandhi."""
+    spans = sentence_spans(answer.removeprefix("Yes. ").removeprefix("No. "))
+    if not spans:
+        return None
+    subj = next((t for t in main_root(spans[0]).children if t.dep_ in ("nsubj", "nsubjpass")), None)
+    chunk = next((ch for ch in spans[0].noun_chunks if subj is not None and ch.root.i == subj.i), None)
+    return concept_of(whole_name(chunk)) if chunk is not None else None
 
 
 def _default(key: str) -> float:
@@ -140,10 +156,10 @@ def named_as_said(offer: Offer, seg: Segment) -> Offer:
 @rule("discourse")
 def short_name(offer: Offer, seg: Segment) -> str | None:
     """A concept the conversation named in full (its thread, or the previous answer) is asked by its head: "the
-    annual fee" -> "the fee"."""
+    annual fee" -> "the fee"; never in a definition ("What is a fee?" asks what the word means)."""
     c = offer.concept
     head = c.text.split()[-1]
-    if c.proper or c.person or len(c.text.split()) < 2 or head in lexicon().generic_heads \
+    if offer.intent == "definition" or c.proper or c.person or len(c.text.split()) < 2 or head in lexicon().generic_heads \
             or not (seg.on_thread(c) or seg.answered(c)):
         return None         # (no "the types" for "rock types": a vague head alone names nothing)
     short = Concept(head, c.head, c.head, c.plural, False, "" if c.plural else "the")
@@ -173,14 +189,17 @@ def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
 
 
 @rule("discourse")
-def repeats_previous(offer: Offer, seg: Segment) -> bool:
+def repeats_previous(offer: Offer, seg: Segment) -> int | None:
     """"What about Y?" asks the previous question of another concept, so it is said only when that is all it asks:
     after "How much does the annual fee cost?", "What about the late fee?" for "How much does the late fee cost?",
-    never for "When was the late fee introduced?" (a verb the conversation did not say)."""
+    never for "When was the late fee introduced?" (a verb the conversation did not say). The form of the previous
+    question it repeats (its rewrite is that form: "What should I know about Y?" after "What should I know about
+    X?"), or None."""
     if seg.last is None or not seg.last_question:
-        return False
+        return None
     swapped = replace(offer, concept=seg.last)
-    return any(render(swapped, "full", v) == seg.last_question for v in range(len(templates(offer, "full"))))
+    return next((v for v in range(len(templates(offer, "full"))) if render(swapped, "full", v) == seg.last_question),
+                None)
 
 
 def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: int = 0, text: str = "") -> Asked | None:
@@ -214,10 +233,10 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
                 return Asked(q, full, True, form)
         return Asked(full, full, False, "full")
     if seg.last_intent == offer.intent and offer.intent not in ("overview", "definition") and u < shares.shift \
-            and repeats_previous(offer, seg):
+            and (v := repeats_previous(offer, seg)) is not None:
         q = render(offer, "shift")
         if q:
-            return Asked(q, full, True, "shift")
+            return Asked(q, render(offer, "full", v) or full, True, "shift")
     if u < shares.pronoun + shares.ellipsis + shares.short:
         q = short_name(offer, seg)      # "the branch", of the "Scranton branch" the answer just named (else None)
         if q and q != full:

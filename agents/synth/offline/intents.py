@@ -17,7 +17,7 @@ from functools import lru_cache
 from agents.synth.offline.concepts import (Concept, concept_of, entity_of, gerund_concept, mentions, same,
                                           whole_name)
 from agents.synth.offline.lexicon import Intent, lexicon, rule, rules
-from agents.synth.offline.nlp import main_root, pointer, prose, sentence_spans, subordinate
+from agents.synth.offline.nlp import english, main_root, pointer, prose, sentence_spans, subordinate
 
 MIN_TOKENS, MAX_TOKENS = 5, 80
 OVERVIEW_CONCEPTS = 3       # concepts of a passage that get an overview offer (the fallback intent)
@@ -72,8 +72,10 @@ def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main:
     for t in root.children:
         if t.dep_ == "csubj" and t.tag_ == "VBG":
             obj = next((c for c in t.children if c.dep_ == "dobj" and c.i in concepts), None)
-            if obj is not None:
-                written = span.doc[min(x.i for x in obj.subtree):max(x.i for x in obj.subtree) + 1].text
+            if obj is not None:     # the object up to its first conjunct: no "... features or changing the cpu"
+                end = min([k.i for k in obj.children if k.dep_ in ("cc", "conj") and k.i > obj.i]
+                          or [max(x.i for x in obj.subtree) + 1])
+                written = span.doc[min(x.i for x in obj.subtree):end].text
                 return gerund_concept(t, concepts[obj.i], written), t
     for t in root.children:
         if t.dep_ in ("nsubj", "nsubjpass"):
@@ -416,7 +418,8 @@ def mostly_prose(spans, is_prose: list[bool]) -> bool:
 
 @lru_cache(maxsize=4096)
 def passage_offers(text: str) -> tuple[Offer, ...]:
-    """Every offer of a passage, sentence by sentence, then an overview offer for its most mentioned concepts."""
+    """Every offer of a passage, sentence by sentence, then an overview offer for its most mentioned concepts (none
+    of a passage that is not in English: :func:`~agents.synth.offline.nlp.english`)."""
     m = mentions(text)
     by_key = {c.key: c for c in m.concepts}
     main = max(m.concepts, key=lambda c: (m.counts[c.key], -m.first[c.key]), default=None)
@@ -424,7 +427,7 @@ def passage_offers(text: str) -> tuple[Offer, ...]:
     previous = None
     spans = sentence_spans(text)
     is_prose = [prose(s) for s in spans]
-    if not mostly_prose(spans, is_prose):
+    if not mostly_prose(spans, is_prose) or not english(text):
         return ()
     # a heading, a label, a code line, a table row or a pointer is no sentence to ask of
     readable = [MIN_TOKENS <= len(s) <= MAX_TOKENS and ok and _has_verb(s) and not pointer(s)

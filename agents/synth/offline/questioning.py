@@ -32,7 +32,7 @@ from agents.synth.offline.errors import THREAD_LOOKS, NothingToAsk, NoThread
 from agents.synth.offline.forms import render
 from agents.synth.offline.intents import Offer, passage_offers, people_ok
 from agents.synth.offline.lexicon import lexicon
-from agents.synth.offline.checks import answer, offers_about, verify
+from agents.synth.offline.checks import already_read, answer, answers_read, offers_about, verify
 from agents.synth.prompt_parts import seed_int
 from agents.synth.text import jaccard_words, words
 
@@ -129,21 +129,26 @@ def ask(x: dict) -> tuple[int, str, str, list[int]]:
                        f"{x.get('thread_looks', 0) + 1} of {THREAD_LOOKS})")
     k = x.get("attempt", 0)
     earlier = [" ".join(words(q)) for q in x.get("previous_questions") or []]
+    said = answers_read(x.get("history") or [])
     for _, i, _, asked, _ in cands[k:k + PRECHECK]:
-        if _verifiable(asked, passages[i], earlier, x.get("gate")):
+        if _verifiable(asked, passages[i], earlier, x.get("gate"), said):
             return i + 1, asked.question, asked.standalone, []
     raise NothingToAsk(f"no question left in the shown passages that its passage answers ({len(cands)} candidates, "
                        f"attempt {k + 1})")
 
 
-def _verifiable(asked, passage: dict, earlier: list[str], gate=None) -> bool:
+def _verifiable(asked, passage: dict, earlier: list[str], gate=None, said: str = "") -> bool:
     """The candidate passes the checks stage and the quality gate (``gate``: the graph's probe, when given) before
-    it is asked: its answer is found, fits and names its concept, and the question as asked is not an earlier
-    question's text ("How much does it cost?" twice in a conversation is a repeat even about two things). The
-    verifier and the gate then judge the same answer with the same rules."""
+    it is asked: its answer is found, fits and names its concept, it is not an answer the user has read in this
+    conversation (``said``: :func:`~agents.synth.offline.checks.answers_read`; "What is the bridge?" answered by the
+    words of the turn before tells nothing more), and the question as asked is not an earlier question's text ("How
+    much does it cost?" twice in a conversation is a repeat even about two things). The answerer, the verifier and
+    the gate then judge the same answer with the same rules."""
     if " ".join(words(asked.question)) in earlier:
         return False
-    a = answer(asked.question, asked.standalone, passage)
+    a = answer(asked.question, asked.standalone, passage, said)
+    if already_read(a, said):
+        return False
     answerable, faithful, _ = verify({"question": asked.question, "standalone_question": asked.standalone, "answer": a,
                                       "passage": passage})
     return answerable and faithful and not (gate and gate(asked.question, asked.standalone, a, passage["doc_id"]))

@@ -118,3 +118,51 @@ def test_a_barren_conversation_is_replaced_by_a_spare_and_a_rerun_repeats_no_cal
     again = complete_conversations([barren, plans[1]], spares, run, 0.75, 2)
     assert read_calls(store).num_rows == n_calls                      # resumed from the checkpoints
     assert [p.conv_id for p in again["plans"]] == [p.conv_id for p in out["plans"]]
+
+
+def _two_topics(n_big: int, n_small: int):
+    """Clusters of a corpus of one big topic and one small one, on a line: cluster c's vector is far from the
+    clusters far down the line (the small topic at its far end)."""
+    import numpy as np
+    ids = list(range(n_big + n_small))
+    clusters = [{"cluster_id": c, "topic_id": 0 if c < n_big else 1, "position": 0, "chunk_id": f"d{c}"} for c in ids]
+    vecs = {c: np.array([np.cos(c / len(ids) * 1.5), np.sin(c / len(ids) * 1.5)]) for c in ids}
+    return clusters, vecs
+
+
+def test_switches_spread_over_a_corpus_with_one_small_topic():
+    """Conversations of a corpus whose other topic has 2 clusters do not all switch to them: each switch goes to a
+    far cluster no other conversation is about or switches to, of the other topic first."""
+    clusters, vecs = _two_topics(60, 2)
+    cfg = SynthConfig(conversations=8, turns=6, switch_ratio=1.0)
+    plans = plan_conversations(clusters, vecs, cfg)
+    switches = [p.switch_cluster_id for p in plans]
+    mains = {p.cluster_id for p in plans}
+    assert None not in switches and len(set(switches)) == len(switches) and not set(switches) & mains
+    assert 1 <= sum(s >= 60 for s in switches) <= 2     # the small topic's far cluster first, once
+    assert plan_conversations(clusters, vecs, cfg) == plans                  # deterministic: resumable
+    spares = plan_conversations(clusters, vecs, cfg, spares=4)
+    assert not {p.switch_cluster_id for p in spares} & (set(switches) | mains)
+
+
+def test_a_switch_goes_to_another_topic_when_it_has_clusters_enough():
+    clusters, vecs = _two_topics(20, 20)
+    plans = plan_conversations(clusters, vecs, SynthConfig(conversations=6, turns=6, switch_ratio=1.0))
+    assert all((p.switch_cluster_id >= 20) != (p.cluster_id >= 20) for p in plans)
+    assert len({p.switch_cluster_id for p in plans}) == len(plans)
+
+
+def test_an_offline_run_on_a_corpus_in_another_language_says_why_it_asks_little():
+    """The offline rules read English: a Korean corpus gets a warning that names its language and the way out (an
+    LLM endpoint); an English corpus, or a questioner on an endpoint, gets none."""
+    from agents.synth.run import offline_language_note
+    korean = {f"k{i}": {"text": "에러 핸들링은 실패 가능성을 처리하는 과정입니다. 파일을 읽는 데 실패했는데도 잘못된 입력을 "
+                                 "계속 사용하는 것은 분명히 문제가 될 것입니다."} for i in range(5)}
+    english = {f"e{i}": {"text": "Error handling is the process of handling the possibility of failure. Reading a "
+                                 "file can fail, and the program should say so."} for i in range(5)}
+    note = offline_language_note(korean, LLMConfig(backend="offline"))
+    assert note and "'ko'" in note and "--llm-config" in note
+    assert offline_language_note(english, LLMConfig(backend="offline")) is None
+    from agents.config import EndpointConfig
+    endpoint = LLMConfig(endpoints={"e": EndpointConfig(base_url="http://127.0.0.1:9/v1", model="m")})
+    assert offline_language_note(korean, endpoint) is None

@@ -598,3 +598,130 @@ def test_no_word_twice_in_a_row_whatever_its_case_or_mark():
     o = next(iter(passage_offers(MANUAL)))
     assert not no_echo("What are the requirements for maxitems maxItems?", o)
     assert no_echo("What are the requirements for bucket names?", o)
+
+
+def test_a_passage_in_another_language_offers_nothing():
+    """The offline rules read English: a Korean or a Spanish page of a mixed corpus offers no question (its words
+    would be asked as English concepts: "What should I know about 되려면?"); the same page in English does."""
+    korean = ("에러 핸들링은 실패 가능성을 처리하는 과정입니다. 예를 들어, 파일을 읽는 데 실패했는데도 그 잘못된 입력을 계속 "
+              "사용하는 것은 분명히 문제가 될 것입니다. 이러한 에러를 인지하고 명시적으로 관리하면 프로그램을 보호할 수 있습니다.")
+    spanish = ("Un arreglo es una colección de objetos del mismo tipo, almacenado en memoria contigua. Los arreglos se "
+               "crean usando corchetes, y su longitud se conoce en tiempo de compilación.")
+    english = ("An array is a collection of objects of the same type, stored in contiguous memory. Arrays are created "
+               "with square brackets, and their length is known at compile time.")
+    assert passage_offers(korean) == () and passage_offers(spanish) == ()
+    assert "array" in {o.concept.key for o in passage_offers(english)}
+
+
+def test_an_answer_the_user_has_read_is_not_asked_again():
+    """A candidate whose answer the conversation already gave ("Can you tell me more about it?" answered by the
+    words of the turn before) is passed over for one that tells something new; a conversation that has not read
+    it is asked it."""
+    from agents.synth.offline.questioning import ask as ask_question
+    from agents.synth.offline.checks import answer
+    passage = {"doc_id": "m", "title": "", "text": MANUAL}
+    fresh = {"passages": [passage], "previous_questions": [], "standalone": True}
+    _, question, standalone, _ = ask_question(fresh)
+    given = answer(question, standalone, passage)
+    other = {"history": [["user", "Where are buckets listed?"], ["assistant", "In the console."]]}
+    assert ask_question({**fresh, **other})[2] == standalone
+    read_it = {"history": [["user", "What is Object Storage?"], ["assistant", given]]}
+    _, q2, s2, _ = ask_question({**fresh, **read_it})
+    assert s2 != standalone and answer(q2, s2, passage) not in given
+
+
+def test_an_activity_is_named_by_its_first_conjunct():
+    """"Enabling additional target features or changing the target CPU may raise ..." is about enabling the
+    features; the activity's name stops before "or" (the parser may hang the second activity on the object)."""
+    texts = ["Enabling additional target features or changing the target CPU may raise the required baseline.",
+             "Renaming a bucket or moving its objects requires the manager role."]
+    assert [o.concept.text for t in texts for o in _offers(t)["requirement"]] == [
+        "enabling additional target features", "renaming a bucket"]
+
+
+def test_a_definition_names_its_concept_in_full_on_a_follow_up():
+    """A concept the conversation named in full may be called by its head ("the fee"), but a definition is not
+    asked that way: "What is a fee?" asks what the word means, not what the annual fee is."""
+    from dataclasses import replace
+    from agents.synth.offline.discourse import short_name
+    text = "The annual fee is a charge for keeping the card open. The annual fee is $95 for the gold card."
+    offers = _offers(text)
+    seg = read([_turn(text, offers["cost"][0])])
+    definition = offers["definition"][0]
+    assert short_name(replace(definition, intent="overview"), seg) == "What can you tell me about the fee?"
+    assert short_name(definition, seg) is None
+    asked = ask(definition, seg, Shares(shift=0.0), 0.5)
+    assert "annual fee" in asked.question and "a fee" not in asked.question
+
+
+def test_tell_me_more_answers_what_the_conversation_has_not_read():
+    """An overview of a concept whose first sentence the user has read is answered by the next sentence that names
+    it; with nothing read, by the first."""
+    from agents.synth.offline.checks import answer, answers_read
+    text = ("The revolt began in the northern provinces in 1857. Farmers joined it within weeks. Many soldiers "
+            "refused their orders. The revolt ended after the fall of the capital a year later. Its leaders were "
+            "exiled to the islands.")
+    passage = {"doc_id": "h", "title": "", "text": text}
+    q = "What can you tell me about the revolt?"
+    first = answer(q, q, passage)
+    assert first.startswith("The revolt began")
+    later = answer(q, q, passage, answers_read([["user", "When did it begin?"], ["assistant", first]]))
+    assert later.startswith("The revolt ended after the fall")
+
+
+def test_tell_me_more_goes_on_with_the_sentence_whose_pronoun_is_the_concept():
+    """After the first sentences on the bridge, "Can you tell me more about it?" is answered by the next sentence
+    whose subject is its pronoun, and the verifier takes that pronoun as naming it."""
+    from agents.synth.offline.checks import answer, answers_read, verify
+    text = ("The old bridge opened in 1937. Traffic was heavy from the first day. Ferries stopped running a year "
+            "later. It was rebuilt in 1990 after an earthquake damaged its towers.")
+    passage = {"doc_id": "b", "title": "", "text": text}
+    q, s = "Can you tell me more about it?", "What can you tell me about the old bridge?"
+    first = answer(s, s, passage)
+    later = answer(q, s, passage, answers_read([["user", s], ["assistant", first]]))
+    assert first.startswith("The old bridge opened") and later.startswith("It was rebuilt in 1990")
+    answerable, faithful, why = verify({"question": q, "standalone_question": s, "answer": later, "passage": passage})
+    assert answerable and faithful, why
+
+
+def test_a_follow_up_on_the_subject_of_the_previous_answer_may_use_its_pronoun():
+    """The subject of the answer just read is what the next question's "it" refers to: after "When did the city
+    museum open?" answered "The east wing was added in 2001 ...", the wing may be asked about as "it", and the
+    rewrite names the wing. A concept the answer names but not as its subject gets no pronoun."""
+    text = ("The city museum opened in 1950. The east wing opened in 2001 and holds modern art. The museum shop "
+            "sells prints of the collection.")
+    offers = _offers(text)
+    opened = next(o for o in offers["time"] if o.concept.text == "city museum")
+    turn = _turn(text, opened) | {"answer": "The east wing opened in 2001 and holds modern art."}
+    seg = read([turn])
+    assert seg.centre is not None and seg.centre.key == "east wing"
+    only_pronouns = Shares(pronoun=1.0, ellipsis=0.0, short=0.0, shift=0.0)
+    wing = next(o for o in offers["overview"] if o.concept.text == "east wing")
+    asked = ask(wing, seg, only_pronouns, u=0.5)
+    assert asked.leans and asked.form == "pronoun" and "east wing" in asked.standalone
+    art = next(o for o in offers["overview"] if o.concept.text == "modern art")
+    assert ask(art, seg, only_pronouns, u=0.5).form != "pronoun"      # (the answer names it: "the art")
+
+
+def test_what_about_keeps_the_form_of_the_previous_question():
+    """After "What does the basic plan cost?", "What about the premium plan?" leaves the same question of another
+    plan to the conversation, and its rewrite is that question's form ("What does the premium plan cost?"), whichever form
+    the passage's offer would have taken alone. An overview is not shifted: people say "What about X?" in 2% of
+    their follow-ups, and "What should I know about X?" is asked of every concept."""
+    from dataclasses import replace
+    from agents.synth.offline.forms import templates
+    text = "The basic plan costs $10 a month. The premium plan costs $25 a month. The service was launched in 2005."
+    offers = _offers(text)
+    annual = next(o for o in offers["cost"] if o.concept.text == "basic plan")
+    late = next(o for o in offers["cost"] if o.concept.text == "premium plan")
+    assert len(templates(annual, "full")) > 1
+    for v in range(len(templates(annual, "full"))):
+        q = render(annual, "full", v)
+        seg = read([{"question": q, "standalone_question": q, "answer": annual.sentence, "gold_text": text}])
+        asked = ask(late, seg, Shares(), u=0.1)
+        assert asked.form == "shift" and asked.question == "What about the premium plan?"
+        assert asked.standalone == render(replace(annual, concept=late.concept), "full", v)
+    q = render(next(o for o in offers["overview"] if o.concept.text == "basic plan"), "full")
+    seg = read([{"question": q, "standalone_question": q, "answer": "The basic plan is cheap.", "gold_text": text}])
+    late_overview = next(o for o in offers["overview"] if o.concept.text == "premium plan")
+    assert ask(late_overview, seg, Shares(), u=0.1).form != "shift"
