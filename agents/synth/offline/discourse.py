@@ -12,6 +12,7 @@ it (:func:`in_context`: "... in IBM Cloud Kubernetes Service?").
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
@@ -168,6 +169,28 @@ def short_name(offer: Offer, seg: Segment) -> str | None:
     return q
 
 
+_HE = re.compile(r"\b(he|his|him|she|her|hers)\b", re.IGNORECASE)
+_AFTER_PREP = re.compile(r"\b(about|for|on|of|to|with|by) it\b")
+
+
+def _personal(c: Concept, text: str) -> str | None:
+    """"he" or "she": the personal pronoun the passage uses after it names the person ``c`` (None when it uses
+    none: a name says nothing of how its bearer is referred to)."""
+    at = _spaced(text).find(_spaced(c.text))
+    m = _HE.search(" ".join(words(text))[max(0, at):]) if at >= 0 else None
+    return None if m is None else ("she" if m.group(1).lower() in ("she", "her", "hers") else "he")
+
+
+def _as_person(question: str | None, he: str) -> str | None:
+    """A pronoun form about a thing, said of a person: "Can you tell me more about it?" -> "... about him?"."""
+    if question is None:
+        return None
+    obj, pos = ("him", "his") if he == "he" else ("her", "her")
+    q = _AFTER_PREP.sub(lambda m: f"{m.group(1)} {obj}", question)
+    q = re.sub(r"\bits\b", pos, q)
+    return re.sub(r"\bit\b", he, q)
+
+
 @rule("discourse")
 def in_context(offer: Offer, seg: Segment, text: str) -> str | None:
     """A follow-up on a new concept of a passage that names the conversation's named focus leaves the focus to the
@@ -225,6 +248,8 @@ def ask(offer: Offer, seg: Segment | None, shares: Shares, u: float, variant: in
             q = None
             if form == "pronoun" and not c.person:
                 q = render(offer, "pronoun", variant)
+            elif form == "pronoun" and (his := _personal(c, text)):
+                q = _as_person(render(offer, "pronoun", variant), his)
             elif form == "ellipsis" and offer.intent != seg.last_intent:
                 q = render(offer, "ellipsis", variant)
             elif form == "short":

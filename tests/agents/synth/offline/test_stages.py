@@ -3,6 +3,8 @@ and must not produce. No test pins a corpus's output: the passages are written h
 the kind of question (its intent, its concept, its words), not a whole generated text."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from agents.synth.offline import lexicon as lx
@@ -725,3 +727,25 @@ def test_what_about_keeps_the_form_of_the_previous_question():
     seg = read([{"question": q, "standalone_question": q, "answer": "The basic plan is cheap.", "gold_text": text}])
     late_overview = next(o for o in offers["overview"] if o.concept.text == "premium plan")
     assert ask(late_overview, seg, Shares(), u=0.1).form != "shift"
+
+
+def test_a_person_is_referred_to_by_the_pronoun_the_passage_uses():
+    """A follow-up on the person the conversation is about says "him" or "her" as the passage does ("Can you tell
+    me more about him?"), never "it"; a person the passage refers to by no pronoun is named."""
+    only_pronouns = Shares(pronoun=1.0, ellipsis=0.0, short=0.0, shift=0.0)
+    for text, pronoun in (("Mary Johnson founded the bakery in 1990. She later opened a school for bakers. Mary "
+                           "Johnson won a national prize in 2001.", "her"),
+                          ("John Smith joined the band in 1990. He later left to write film music. John Smith won "
+                           "a national prize in 2001.", "him"),
+                          ("John Smith joined the band in 1990. The band toured Japan. John Smith won a national "
+                           "prize in 2001.", None)):
+        offers = _offers(text)
+        person = next(o for o in offers["overview"] if o.concept.person)
+        seg = read([_turn(text, person)])
+        again = replace(person, sent_index=person.sent_index + 1)
+        asked = ask(again, seg, only_pronouns, u=0.1, text=text)
+        if pronoun:
+            assert asked.form == "pronoun" and asked.question.endswith(f" {pronoun}?") and " it" not in asked.question
+            assert person.concept.text in asked.standalone
+        else:
+            assert asked.form != "pronoun"
