@@ -106,8 +106,8 @@ def read(segment: list[dict]) -> Segment:
 @lru_cache(maxsize=2048)
 def answer_subject(answer: str) -> Concept | None:
     """The subject of an answer's first sentence: what the next question's pronoun refers to when it names no other
-    (the subject of the last thing said is the first antecedent a reader tries). "Mahatma Gandhi felt that the revolt
-    was veering off course." -> Mahatma Gandhi."""
+    (the subject of the last thing said is the first antecedent a reader tries). "The east wing opened in 2001 and
+    holds modern art." -> the east wing."""
     spans = sentence_spans(answer.removeprefix("Yes. ").removeprefix("No. "))
     if not spans:
         return None

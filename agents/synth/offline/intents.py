@@ -72,7 +72,7 @@ def _subject(span, concepts: dict[int, Concept], previous: Concept | None, main:
     for t in root.children:
         if t.dep_ == "csubj" and t.tag_ == "VBG":
             obj = next((c for c in t.children if c.dep_ == "dobj" and c.i in concepts), None)
-            if obj is not None:     # the object up to its first conjunct: no "... features or changing the cpu"
+            if obj is not None:     # the object up to its first conjunct (a second activity is not its name)
                 end = min([k.i for k in obj.children if k.dep_ in ("cc", "conj") and k.i > obj.i]
                           or [max(x.i for x in obj.subtree) + 1])
                 written = span.doc[min(x.i for x in obj.subtree):end].text
