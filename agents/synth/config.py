@@ -149,6 +149,10 @@ class SynthConfig(BaseModel):
         "pages that name the previous gold's page in their text (its title's name; for an untitled passage its "
         "most salient concept), found by the corpus search: a conversation moves on to a related article without "
         "leaving its subject, as people's do; 0 = none"))
+    thread_passages: int = Field(2, ge=0, description=(
+        "of the shown passages on a look after a follow-up found nothing that leans on the conversation (the "
+        "offline questioner's NoThread), how many (after the focus and related passages) the corpus search finds "
+        "for the segment's last question: the passages that say more of what was just asked; 0 = none"))
     switch_ratio: float = Field(0.5, ge=0, le=1, description="share of conversations with a hard topic switch")
     unanswerable_ratio: float = Field(0.06, ge=0, le=1, description=(
         "share of turns asked to be unanswerable (people's conversational benchmarks hold about 6%)"))

@@ -20,7 +20,9 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
     that name the previous gold's page (:func:`related_passages`), the rest a seeded random sample of the
     pool; the order shuffled (seeded), so a position says nothing. An attempt after a selection miss (the
     questioner's ``NothingToAsk`` or ``NoThread``: ``empty_attempts``, ``thread_looks``) is shown the next-nearest
-    passages and related ones instead (``skip``); once the ``THREAD_LOOKS`` looks are spent, the nearest again."""
+    passages and related ones instead (``skip``); once the ``THREAD_LOOKS`` looks are spent, the nearest again. A
+    look after ``NoThread`` is also shown ``thread_passages`` passages the corpus search finds for the segment's
+    last question (:func:`thread_passages`)."""
     pool = state["switch_pool"] if in_second_topic(state) else state["pool"]
     rng = seeded_rng(state["seed"], state["conv_id"], state["turn"], state.get("attempt", 0))
     n = min(ctx.cfg.shown_passages, len(pool))
@@ -35,6 +37,11 @@ async def select(ctx: GraphContext, state: ConvState) -> dict:
         hits = await _related_hits(ctx, name)
         focus += related_passages(ctx.corpus, state, focus, hits, min(ctx.cfg.focus_related, n - len(focus)),
                                   skip=misses, name=name)
+    if focus and 0 < looks <= THREAD_LOOKS and ctx.cfg.thread_passages and len(focus) < n \
+            and getattr(ctx, "search", None) is not None:
+        asked = last_standalone(state)
+        hits = await _related_hits(ctx, asked) if asked else []
+        focus += thread_passages(state, focus, hits, min(ctx.cfg.thread_passages, n - len(focus)), skip=looks - 1)
     chosen = set(focus)
     rest = [d for d in pool if d not in chosen]
     shown = focus + rng.sample(rest, n - len(focus))
@@ -217,6 +224,27 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
         if len(out) >= k * (skip + 1):
             break
     return _window(out, k, skip)
+
+
+def last_standalone(state: ConvState) -> str:
+    """The standalone question of the segment's last accepted turn ("" for none)."""
+    st, second = state.get("switch_turn"), in_second_topic(state)
+    for t in reversed(state.get("turns", [])):
+        if t.get("status") == "ok" and (st is None or (t["turn"] >= st) == second):
+            return t.get("standalone_question") or ""
+    return ""
+
+
+def thread_passages(state: ConvState, focus: list[str], hits: list[str], k: int, skip: int = 0) -> list[str]:
+    """Up to ``k`` (``thread_passages``) passages the corpus search finds for the segment's last question
+    (``hits``), shown after a look whose passages had nothing that leans on the conversation (``NoThread``): the
+    passages that say more of what was just asked, where a person's next question about it is answered ("How much
+    does it cost?" after "What is the annual fee?" is answered on the pricing page, which the article's neighbours
+    may not be). A passage already gold in the conversation or shown as a focus passage is not taken; ``skip``: the
+    looks before this one (each sees the next ``k``)."""
+    used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
+    out = [d for d in hits if d not in used and d not in focus]
+    return _window(out, k, skip) if out and k > 0 else []
 
 
 def next_attempt(state: ConvState) -> dict:

@@ -206,3 +206,44 @@ def test_a_look_after_a_selection_miss_is_shown_the_next_nearest_passages():
     assert set(asyncio.run(select(ctx, spent))["shown"]) == {"g", "n1"}
     assert set(asyncio.run(select(ctx, {**spent, "attempt": THREAD_LOOKS + 1, "empty_attempts": 1}))["shown"]) \
         == {"g", "n2"}
+
+
+def test_a_thread_look_is_shown_the_passages_the_search_finds_for_the_last_question():
+    """After a look with nothing that leans on the conversation (``thread_looks``), the shown passages include
+    ``thread_passages`` that the corpus search finds for the segment's last standalone question (not for the
+    page's name), other than the gold passages and the focus; the first look and a rejected attempt (no look)
+    are shown none, a second look the next ones, and after a switch the last question is the second topic's."""
+    from agents.synth.turn import last_standalone, thread_passages
+    corpus = {"g": {"title": "Annual fee", "text": "The annual fee is charged once a year."},
+              "n1": {"title": "Annual fee", "text": "The annual fee appears on the first statement."},
+              "p1": {"title": "Pricing", "text": "The annual fee costs $95 for the gold card."},
+              "p2": {"title": "Waivers", "text": "The annual fee is waived in the first year."},
+              "p3": {"title": "Refunds", "text": "An annual fee is refunded when the card is closed."},
+              "z": {"title": "Zebra", "text": "Zebras live in Africa."},
+              "y": {"title": "Yak", "text": "Yaks live in the Himalaya."}}
+    ok = {**_ok(1, ["g"]), "standalone_question": "What is the annual fee?"}
+    st = {**_state(2, [ok]), "pool": ["g", "n1", "z", "y"]}
+    assert last_standalone(st) == "What is the annual fee?"
+    hits = ["g", "p1", "n1", "p2", "p3"]
+    assert thread_passages(st, ["g", "n1"], hits, 2) == ["p1", "p2"]
+    assert thread_passages(st, ["g", "n1"], hits, 2, skip=1) == ["p3", "p1"]       # the next ones, wrapping round
+    assert thread_passages(st, ["g"], hits, 0) == [] and thread_passages(st, ["g"], [], 2) == []
+    asked: list[str] = []
+
+    def search(q, k):
+        asked.append(q)
+        return hits[:k]
+    ctx = SimpleNamespace(corpus=corpus, cfg=SynthConfig(shown_passages=4, focus_passages=2, focus_related=0),
+                          pages={}, views={}, related={}, search=search)
+    assert set(asyncio.run(select(ctx, {**st, "attempt": 1}))["shown"]) == {"g", "n1", "z", "y"}   # no look: none
+    looked = asyncio.run(select(ctx, {**st, "attempt": 1, "thread_looks": 1}))["shown"]
+    focus = focus_passages(corpus, st, st["pool"], 2, skip=1)
+    assert focus[0] == "g" and set(looked) == {*focus, *thread_passages(st, focus, hits, 2)} and "p1" in looked
+    assert asked == ["What is the annual fee?"]
+    off = SimpleNamespace(**{**ctx.__dict__, "cfg": SynthConfig(shown_passages=4, focus_passages=2, focus_related=0,
+                                                                 thread_passages=0)})
+    assert not {"p1", "p2"} & set(asyncio.run(select(off, {**st, "attempt": 1, "thread_looks": 1}))["shown"])
+    switched = {**_state(4, [ok, {**_ok(2, ["z"]), "standalone_question": "Where do zebras live?"},
+                             {"turn": 3, "status": "failed", "gold_doc_ids": []}], switch_turn=2), "pool": ["g"]}
+    assert last_standalone(switched) == "Where do zebras live?"
+    assert last_standalone({**switched, "turn": 1, "turns": []}) == ""
