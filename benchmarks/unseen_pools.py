@@ -6,6 +6,8 @@
     python benchmarks/unseen_pools.py readmes /tmp/pkg.jsonl.gz
     # the paragraphs of HTML books found on this machine (tutorials in the second person, e.g. a toolchain's books)
     python benchmarks/unseen_pools.py books /tmp/books.jsonl.gz --root ~/.rustup/toolchains
+    # the GNU Info manuals of this machine (reference prose: coreutils, grep, sed, gnupg, wget, ...)
+    python benchmarks/unseen_pools.py info /tmp/info.jsonl.gz
     # synthesize with benchmarks/realism.py synthesize ..., then:
     python benchmarks/unseen_pools.py check mtr-runs/rt-man mtr-runs/rt-pkg
 
@@ -148,6 +150,40 @@ def books(dst: str, root: str, n: int = 1500, seed: int = 7) -> int:
     return _write(dst, docs[:n])
 
 
+def info(dst: str, root: str = "/usr/share/info", n: int = 1500, seed: int = 7) -> int:
+    """Up to 3 passages per node of the GNU Info manuals under ``root`` (nodes in a seeded random order): the
+    prose paragraphs, their lines joined; menus, headings, examples (indented 5 or more) and tables left out."""
+    files = sorted(glob.glob(os.path.join(root, "*.info*.gz")))
+    if not files:
+        raise SystemExit(f"info: no Info manuals under {root}")
+    nodes: list[tuple[str, list[str]]] = []
+    for f in files:
+        text = gzip.open(f, "rt", encoding="utf-8", errors="replace").read()
+        for node in text.split("\x1f")[1:]:
+            head, _, body = node.lstrip("\n").partition("\n")
+            m = re.search(r"Node: ([^,]+)", head)
+            if m is None or "Tag Table" in head:
+                continue
+            paras = []
+            for block in re.split(r"\n\s*\n", body):
+                lines = [x for x in block.split("\n") if x.strip()]
+                if not lines or any(x.startswith(("     ", "*", "File:")) for x in lines) \
+                        or re.fullmatch(r"[=*.-]+", lines[-1].strip()):
+                    continue        # an example, a menu, a node line or a heading
+                para = " ".join(" ".join(lines).split())
+                if len(para.split()) > 8:
+                    paras.append(para)
+            name = os.path.basename(f).split(".")[0] + "-" + m.group(1)
+            nodes.append((re.sub(r"[^A-Za-z0-9]+", "-", name), paras))
+    random.Random(seed).shuffle(nodes)
+    docs: list[dict] = []
+    for name, paras in nodes:
+        if len(docs) >= n:
+            break
+        docs += _passages("info-" + name, paras, 3)
+    return _write(dst, docs[:n])
+
+
 def _write(dst: str, docs: list[dict]) -> int:
     with gzip.open(dst, "wt", encoding="utf-8") as g:
         for d in docs:
@@ -175,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("books")
     b.add_argument("out")
     b.add_argument("--root", required=True)
+    i = sub.add_parser("info")
+    i.add_argument("out")
+    i.add_argument("--root", default="/usr/share/info")
     c = sub.add_parser("check")
     c.add_argument("runs", nargs="+")
     c.add_argument("--work", default="mtr-runs/unseen-work")
@@ -186,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         print(readmes(a.out), "passages")
     elif a.cmd == "books":
         print(books(a.out, a.root), "passages")
+    elif a.cmd == "info":
+        print(info(a.out, a.root), "passages")
     else:
         sys.path.append(str(Path(__file__).resolve().parent))
         check(a.runs, a.work, a.embed_cache_dir)
