@@ -38,9 +38,10 @@ def test_info_reads_the_prose_of_each_node_and_leaves_menus_examples_and_heading
     prose = ("The sort command writes the sorted lines of its input files to standard output. It compares whole\n"
              "lines unless keys are given, and it merges files that are already sorted.")
     node = ("\x1f\nFile: demo.info,  Node: Sorting,  Next: Merging,  Up: Top\n\n1.1 Sorting\n===========\n\n"
-            + (prose + "\n\n") * 8
-            + "* Menu:\n\n* Merging::   Merging sorted files.\n\n"
-            + "     sort -k2 data.txt > sorted.txt\n     uniq sorted.txt\n\n")
+            + (prose + "\n\n") * 4
+            + "* Menu:\n\n* Merging::   Merging sorted files of lines that are already in the right order.\n\n"
+            + "     sort -k2 data.txt > sorted.txt\n     uniq sorted.txt | head -n 20 > top.txt\n     wc -l top.txt\n\n"
+            + (prose + "\n\n") * 4)
     tags = "\x1f\nTag Table:\nNode: Sorting\x7f120\n\x1f\nEnd Tag Table\n"
     with gzip.open(tmp_path / "demo.info.gz", "wt") as g:
         g.write("This is demo.info, produced by makeinfo.\n" + node + tags)
@@ -50,5 +51,5 @@ def test_info_reads_the_prose_of_each_node_and_leaves_menus_examples_and_heading
     assert [r["doc_id"] for r in rows] == ["info-demo-Sorting-0", "info-demo-Sorting-1"]
     text = " ".join(r["text"] for r in rows)
     assert rows[0]["text"].split("\n")[0] == " ".join(prose.split())         # a paragraph's lines joined
-    assert "Menu" not in text and "sort -k2" not in text
+    assert "Merging::" not in text and "sort -k2" not in text
     assert "=====" not in text and "Sorting" not in text and rows[0]["text"].startswith("The sort command writes")
