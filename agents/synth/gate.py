@@ -40,7 +40,7 @@ from typing import Callable, Collection
 
 from agents.synth import gate_text as G
 from agents.synth.config import GATE_CHECKS, GateConfig
-from agents.synth.state import ConvState, GraphContext, sample_id, visible_history
+from agents.synth.state import ConvState, GraphContext, sample_id, segment_ok_turns, visible_history
 from agents.synth.turn import once_per_corpus
 from storage.schemas import GATE_REJECTIONS
 
@@ -312,9 +312,7 @@ def passage_language(corpus: dict[str, dict], ids: list[str]) -> tuple[str, str 
 def history_text(ctx: GraphContext, state: ConvState) -> str:
     """What the user has seen of the conversation (this segment's questions and answers), their standalone forms
     and the titles of their gold passages: the words a standalone form may add."""
-    st = state.get("switch_turn")
-    lo = st if st is not None and state["turn"] >= st else 1
-    seen = [t for t in state.get("turns", []) if t.get("status") == "ok" and t["turn"] >= lo]
+    seen = segment_ok_turns(state)
     parts = [text for _, text in visible_history(state)]
     parts += [t.get("standalone_question") or "" for t in seen]
     parts += [(ctx.corpus.get(g) or {}).get("title") or "" for t in seen for g in t.get("gold_doc_ids") or []]

@@ -27,7 +27,8 @@ from agents.synth.prompt_parts import fmt_history, fmt_passages
 from agents.synth import gate
 from agents.synth.offline.errors import NothingToAsk, NoThread
 from agents.synth.text import words
-from agents.synth.state import ConvState, GraphContext, ok_turns, passage, previous_questions, visible_history
+from agents.synth.state import (ConvState, GraphContext, ok_turns, passage, previous_questions, segment_ok_turns,
+                                visible_history)
 from agents.synth.step import SynthStep
 
 
@@ -163,12 +164,10 @@ def rare_words(ctx: GraphContext, shown: list[dict]) -> dict[str, float]:
 def segment_turns(ctx: GraphContext, state: ConvState) -> list[dict]:
     """The accepted turns of the current segment (since turn 1 or the hard topic switch), with
     the title of each turn's gold passage ("" for none)."""
-    st = state.get("switch_turn")
-    lo = st if st is not None and state["turn"] >= st else 1
     return [{"question": t["question"], "standalone_question": t["standalone_question"], "answer": t["answer"],
              "title": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("title") or "") if t["gold_doc_ids"] else "",
              "gold_text": (ctx.corpus.get(t["gold_doc_ids"][0], {}).get("text") or "") if t["gold_doc_ids"] else ""}
-            for t in ok_turns(state) if t["turn"] >= lo]
+            for t in segment_ok_turns(state)]
 
 
 def is_unanswerable_turn(state: ConvState) -> bool:

@@ -115,13 +115,16 @@ def in_second_topic(state: ConvState) -> bool:
     return st is not None and state["turn"] >= st
 
 
+def segment_ok_turns(state: ConvState) -> list[dict]:
+    """The accepted turns of the current segment: since turn 1, or since the hard topic switch once it is reached."""
+    st = state.get("switch_turn")
+    lo = st if st is not None and state["turn"] >= st else 1
+    return [t for t in ok_turns(state) if t["turn"] >= lo]
+
+
 def visible_history(state: ConvState) -> list[list[str]]:
     """History the user of this turn has seen; a switch starts a fresh visible context for prompts."""
-    st = state.get("switch_turn")
-    if st is not None and state["turn"] >= st:
-        return [x for t in state.get("turns", []) if t["status"] == "ok" and t["turn"] >= st
-                for x in (["user", t["question"]], ["assistant", t["answer"]])]
-    return history(state)
+    return [x for t in segment_ok_turns(state) for x in (["user", t["question"]], ["assistant", t["answer"]])]
 
 
 def passage(ctx: GraphContext, cid: str) -> dict:

@@ -8,7 +8,8 @@ import math
 import re
 from collections import Counter
 
-from agents.synth.state import THREAD_LOOKS, ConvState, GraphContext, in_second_topic, sample_id, seeded_rng
+from agents.synth.state import (THREAD_LOOKS, ConvState, GraphContext, in_second_topic, sample_id, seeded_rng,
+                                segment_ok_turns)
 from agents.synth.text import content_words, jaccard, page_name, phrase_pattern, words  # noqa: F401 (page_name re-exported)
 from agents.synth.uniqueness import search
 
@@ -123,14 +124,11 @@ def focus_passages(corpus: dict[str, dict], state: ConvState, pool: list[str], k
     if k <= 0:
         return []
     st = state.get("switch_turn")
-    second = in_second_topic(state)
     if state["turn"] == 1 or (st is not None and state["turn"] == st):
         return []
     members = set(pool)
     prev = None
-    for t in reversed(state.get("turns", [])):
-        if t.get("status") != "ok" or (st is not None and (t["turn"] >= st) != second):
-            continue
+    for t in reversed(segment_ok_turns(state)):
         prev = next((g for g in t.get("gold_doc_ids") or [] if g in members or (pages and g in corpus)), None)
         if prev is not None:
             break
@@ -208,7 +206,7 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
     name = subject_name(corpus, focus[0]) if name is None else name
     if len(name) < 3 or k <= 0:
         return []
-    used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
+    used = used_gold(state)
     key = page_key(ref)
     # a one-word name is matched as the title writes it ("Friends", not "friends") unless the page's own
     # passage writes it in lower case (a common noun: "Virus" / "a virus")
@@ -226,13 +224,15 @@ def related_passages(corpus: dict[str, dict], state: ConvState, focus: list[str]
     return _window(out, k, skip)
 
 
+def used_gold(state: ConvState) -> set[str]:
+    """The passages already gold in the conversation (either segment)."""
+    return {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
+
+
 def last_standalone(state: ConvState) -> str:
     """The standalone question of the segment's last accepted turn ("" for none)."""
-    st, second = state.get("switch_turn"), in_second_topic(state)
-    for t in reversed(state.get("turns", [])):
-        if t.get("status") == "ok" and (st is None or (t["turn"] >= st) == second):
-            return t.get("standalone_question") or ""
-    return ""
+    turns = segment_ok_turns(state)
+    return (turns[-1].get("standalone_question") or "") if turns else ""
 
 
 def thread_passages(state: ConvState, focus: list[str], hits: list[str], k: int, skip: int = 0) -> list[str]:
@@ -242,7 +242,7 @@ def thread_passages(state: ConvState, focus: list[str], hits: list[str], k: int,
     does it cost?" after "What is the annual fee?" is answered on the pricing page, which the article's neighbours
     may not be). A passage already gold in the conversation or shown as a focus passage is not taken; ``skip``: the
     looks before this one (each sees the next ``k``)."""
-    used = {g for t in state.get("turns", []) for g in t.get("gold_doc_ids") or []}
+    used = used_gold(state)
     out = [d for d in hits if d not in used and d not in focus]
     return _window(out, k, skip) if out and k > 0 else []
 
